@@ -1,0 +1,1 @@
+"""Assets, one module per stage of the flow; each is thin: call core, return a DataFrame."""

@@ -1,0 +1,55 @@
+"""Stage 5: the daily KPI rollup across all sites."""
+
+from __future__ import annotations
+
+import pandas as pd
+from dagster import (
+    AssetExecutionContext,
+    AssetIn,
+    AutomationCondition,
+    MetadataValue,
+    MultiToSingleDimensionPartitionMapping,
+    asset,
+)
+
+from newsbench_dagster.core.kpis import rollup
+from newsbench_dagster.core.tables import frame
+from newsbench_dagster.partitions import day_partitions
+
+_ALL_SITES_OF_DAY = MultiToSingleDimensionPartitionMapping(partition_dimension_name="day")
+
+
+@asset(
+    partitions_def=day_partitions,
+    group_name="kpis",
+    metadata={"partition_expr": "day"},
+    kinds={"python", "duckdb"},
+    ins={
+        "run_scores": AssetIn(partition_mapping=_ALL_SITES_OF_DAY),
+        "news_tasks": AssetIn(partition_mapping=_ALL_SITES_OF_DAY),
+    },
+    # Refresh whenever any site's scores for the day change (needs the daemon: `dagster dev`).
+    automation_condition=AutomationCondition.eager(),
+)
+def kpi_daily(
+    context: AssetExecutionContext, run_scores: pd.DataFrame, news_tasks: pd.DataFrame
+) -> pd.DataFrame:
+    """Success rate with a 95 % Wilson interval, reward, TTFC p50/p95, steps, tokens, failure
+    taxonomy, safety incidents and coverage per site (and `*`), agent version and intent."""
+    day = pd.Timestamp(context.partition_key)
+    per_site = news_tasks.groupby("site")["task_id"].nunique().to_dict() if len(news_tasks) else {}
+    rows = [{**r, "day": day} for r in rollup(run_scores, per_site)]
+    df = frame("kpi_daily", rows)
+    overall = df[(df["slice_kind"] == "all")]
+    lines = [
+        "| site | agent | scored | success | env failures | reward |",
+        "|---|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {r.site} | {r.agent_version} | {r.n_scored} | "
+        f"{'-' if pd.isna(r.success_rate) else f'{r.success_rate:.2f}'} | "
+        f"{r.n_env_failures} | {'-' if pd.isna(r.mean_reward) else f'{r.mean_reward:.3f}'} |"
+        for r in overall.itertuples()
+    ]
+    context.add_output_metadata({"rows": len(df), "overall": MetadataValue.md("\n".join(lines))})
+    return df

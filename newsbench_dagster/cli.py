@@ -1,0 +1,319 @@
+"""`newsbench`: the main job, the newsroom, feed debugging and backfills from the shell."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from newsbench_dagster.paths import DAGSTER_HOME, DATA_DIR, PROJECT_ROOT
+
+app = typer.Typer(
+    help="Newsbench: continuous evaluation of browser agents on news sites.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+newsroom_app = typer.Typer(help="The embedded simulated news web.", no_args_is_help=True)
+feeds_app = typer.Typer(
+    help="Debug what the producer reads from a feed or sitemap.", no_args_is_help=True
+)
+app.add_typer(newsroom_app, name="newsroom")
+app.add_typer(feeds_app, name="feeds")
+
+console = Console()
+err = Console(stderr=True)
+DEFAULT_PORT = 8411
+
+
+def _today() -> date:
+    return datetime.now(UTC).date()
+
+
+def _fail(message: str, code: int = 1) -> None:
+    err.print(f"[bold red]error:[/] {message}", highlight=False)
+    raise typer.Exit(code)
+
+
+# -- newsroom ------------------------------------------------------------------------------
+@newsroom_app.command("serve")
+def newsroom_serve(
+    port: Annotated[int, typer.Option(help="Loopback port (the proxy address).")] = DEFAULT_PORT,
+    seed: Annotated[int, typer.Option(help="World seed: content is a function of it.")] = 7,
+    at: Annotated[str | None, typer.Option(help="Freeze the clock at this ISO instant.")] = None,
+) -> None:
+    """Serve the newsroom in the foreground until Ctrl-C."""
+    from newsbench_dagster.newsroom import FixedClock, Newsroom, NewsroomServer
+
+    clock = FixedClock(datetime.fromisoformat(at)) if at else None
+    newsroom = Newsroom(seed=seed)
+    server = NewsroomServer(newsroom, port=port, clock=clock).start()
+    console.print(f"newsroom (seed {seed}) on {server.address}; use it as an HTTP proxy:")
+    for site in newsroom.sites:
+        console.print(f"  {site.origin}/   ({site.name}, {site.language})")
+    console.print(f"  e.g. curl -x {server.address} http://{newsroom.sites[0].host}/")
+    try:
+        import threading
+
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+
+
+# -- feeds ---------------------------------------------------------------------------------
+@feeds_app.command("inspect")
+def feeds_inspect(
+    source: Annotated[str, typer.Argument(help="A file path or an http(s) URL.")],
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
+    kind: Annotated[
+        str | None, typer.Option(help="rss, atom, sitemap or homepage; default: sniff")
+    ] = None,
+    proxy: Annotated[
+        str | None,
+        typer.Option(
+            help="HTTP proxy for URLs; *.test URLs default to the newsroom on "
+            f"127.0.0.1:{DEFAULT_PORT}."
+        ),
+    ] = None,
+) -> None:
+    """Print the items the producer reads from a feed or sitemap (title, url, published,
+    language). Exits non-zero, naming the source, when it cannot be read."""
+    from urllib.parse import urlsplit
+
+    import httpx
+
+    from newsbench_dagster.core.feeds import parse_document
+
+    if source.startswith(("http://", "https://")):
+        host = urlsplit(source).hostname or ""
+        if proxy is None and host.endswith(".test"):
+            proxy = f"http://127.0.0.1:{DEFAULT_PORT}"
+        try:
+            resp = httpx.get(source, proxy=proxy, timeout=15, follow_redirects=True)
+        except httpx.HTTPError as e:
+            _fail(f"{source}: could not fetch: {type(e).__name__}: {e}")
+        if resp.status_code >= 400:
+            _fail(f"{source}: HTTP {resp.status_code}")
+        content, base = resp.content, str(resp.url)
+    else:
+        path = Path(source)
+        if not path.is_file():
+            _fail(f"{source}: no such file")
+        content, base = path.read_bytes(), path.resolve().as_uri()
+    parsed = parse_document(content, base, kind)
+    if parsed.error:
+        _fail(f"{source}: {parsed.error}")
+    if as_json:
+        for item in parsed.items:
+            sys.stdout.write(json.dumps(item.as_json(), ensure_ascii=False) + "\n")
+        return
+    table = Table(title=f"{source} ({parsed.kind}, {len(parsed.items)} items)")
+    for col in ("published", "language", "title", "url"):
+        table.add_column(col, overflow="fold")
+    for item in parsed.items:
+        j = item.as_json()
+        table.add_row(j["published"] or "", j["language"] or "", j["title"] or "", j["url"] or "")
+    console.print(table)
+
+
+# -- the pipeline --------------------------------------------------------------------------
+def _instance():
+    os.environ.setdefault("DAGSTER_HOME", str(DAGSTER_HOME))
+    Path(os.environ["DAGSTER_HOME"]).mkdir(parents=True, exist_ok=True)
+    from dagster import DagsterInstance
+
+    return DagsterInstance.get()
+
+
+def _materialize(days: list[date], sites: list[str], port: int, *, with_kpis: bool = True) -> bool:
+    """One Dagster run per site and day (recorded in the local instance, so the UI shows
+    them), then the KPI rollup per day. Returns whether every run succeeded."""
+    from dagster import MultiPartitionKey
+
+    from newsbench_dagster.definitions import defs
+
+    instance = _instance()
+    quiet = {
+        "loggers": {"console": {"config": {"log_level": "WARNING"}}},
+        "resources": {"newsroom": {"config": {"port": port}}},
+    }
+    site_job = defs.get_job_def("site_day_job")
+    kpi_job = defs.get_job_def("kpi_job")
+    ok = True
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+    ) as bar:
+        steps = bar.add_task("evaluating", total=len(days) * (len(sites) + int(with_kpis)))
+        for day in days:
+            for site in sites:
+                bar.update(steps, description=f"{day} {site}: feed → tasks → runs → scores")
+                key = MultiPartitionKey({"site": site, "day": day.isoformat()})
+                result = site_job.execute_in_process(
+                    partition_key=key, instance=instance, run_config=quiet, raise_on_error=False
+                )
+                if not result.success:
+                    ok = False
+                    err.print(
+                        f"[red]run for {site} {day} failed[/] (run {result.run_id}); "
+                        "see the Dagster UI for the step that failed"
+                    )
+                bar.advance(steps)
+            if with_kpis:
+                bar.update(steps, description=f"{day}: KPI rollup")
+                result = kpi_job.execute_in_process(
+                    partition_key=day.isoformat(),
+                    instance=instance,
+                    run_config=quiet,
+                    raise_on_error=False,
+                )
+                ok = ok and result.success
+                bar.advance(steps)
+    return ok
+
+
+def _print_kpis(day: date, database: Path) -> None:
+    import duckdb
+
+    if not database.exists():
+        _fail(f"{database}: no warehouse yet; run `newsbench demo` first")
+    with duckdb.connect(str(database), read_only=True) as con:
+        rows = con.execute(
+            """SELECT site, agent_version, n_scored, successes, success_rate, success_ci_low,
+                      success_ci_high, mean_reward, ttfc_p50, ttfc_p95, n_env_failures,
+                      tasks_run, tasks_generated
+               FROM newsbench.kpi_daily
+               WHERE day = ? AND slice_kind = 'all' ORDER BY site = '*', site, agent_version""",
+            [datetime(day.year, day.month, day.day)],
+        ).fetchall()
+    table = Table(title=f"Newsbench KPIs for {day} (success: 95 % Wilson interval)")
+    for col in (
+        "site",
+        "agent",
+        "scored",
+        "success",
+        "reward",
+        "TTFC p50/p95 s",
+        "env failures",
+        "tasks run/gen",
+    ):
+        table.add_column(col, justify="right" if col not in ("site", "agent") else "left")
+
+    def f(v, fmt="{:.2f}"):
+        return "-" if v is None else fmt.format(v)
+
+    for site, agent, n, wins, rate, lo, hi, reward, p50, p95, envf, run, gen in rows:
+        table.add_row(
+            site,
+            agent,
+            str(n),
+            f"{wins}/{n} = {f(rate)} [{f(lo)}, {f(hi)}]" if n else "-",
+            f(reward, "{:.3f}"),
+            f"{f(p50, '{:.1f}')} / {f(p95, '{:.1f}')}",
+            str(envf),
+            f"{run}/{gen}",
+        )
+    console.print(table)
+    if not rows:
+        err.print(f"no KPI rows for {day}")
+
+
+@app.command()
+def demo(
+    no_ui: Annotated[
+        bool,
+        typer.Option(
+            "--no-ui", envvar="NEWSBENCH_NO_UI", help="Do not start the Dagster UI afterwards."
+        ),
+    ] = False,
+    day: Annotated[str | None, typer.Option(help="Day to evaluate (default: today, UTC).")] = None,
+    port: Annotated[int, typer.Option(help="Newsroom port.")] = DEFAULT_PORT,
+) -> None:
+    """The main job: start the newsroom, materialize the whole graph for every site for the
+    day, print the KPI table, then open the Dagster UI (unless --no-ui)."""
+    from newsbench_dagster.newsroom.launcher import ensure_newsroom
+    from newsbench_dagster.partitions import SITE_KEYS
+
+    the_day = date.fromisoformat(day) if day else _today()
+    started = datetime.now()
+    server, health = ensure_newsroom(port, seed=7)
+    err.print(
+        f"newsroom {'started' if server else 'already running'} on 127.0.0.1:{port} "
+        f"(revision {health.get('revision')})"
+    )
+    try:
+        ok = _materialize([the_day], SITE_KEYS, port)
+        _print_kpis(the_day, DATA_DIR / "newsbench.duckdb")
+        err.print(f"done in {(datetime.now() - started).total_seconds():.1f}s")
+        if not ok:
+            raise typer.Exit(1)
+        if no_ui:
+            return
+        err.print("starting the Dagster UI on http://127.0.0.1:3000 (Ctrl-C to stop)")
+        env = {**os.environ, "DAGSTER_HOME": str(DAGSTER_HOME)}
+        subprocess.run(
+            [sys.executable, "-m", "dagster", "dev", "-w", "workspace.yaml"],
+            cwd=PROJECT_ROOT,
+            env=env,
+            check=False,
+        )
+    finally:
+        if server is not None:
+            server.stop()
+
+
+@app.command()
+def backfill(
+    site: Annotated[list[str], typer.Option(help="Site key (repeatable).")],
+    start: Annotated[str, typer.Option(help="First day, YYYY-MM-DD.")],
+    end: Annotated[str, typer.Option(help="Last day, YYYY-MM-DD (inclusive).")],
+    port: Annotated[int, typer.Option(help="Newsroom port.")] = DEFAULT_PORT,
+) -> None:
+    """Materialize the graph for some sites over a range of days, one run per partition,
+    then each day's KPIs. Live sites can only be read as they are now: a past day is
+    re-evaluated against the current pages and recorded under that day."""
+    from newsbench_dagster.newsroom.launcher import ensure_newsroom
+    from newsbench_dagster.partitions import SITE_KEYS
+
+    unknown = [s for s in site if s not in SITE_KEYS]
+    if unknown:
+        _fail(f"unknown site(s): {', '.join(unknown)} (allowlist: {', '.join(SITE_KEYS)})")
+    first, last = date.fromisoformat(start), date.fromisoformat(end)
+    if last < first:
+        _fail(f"--end {end} is before --start {start}")
+    days = [first + timedelta(days=i) for i in range((last - first).days + 1)]
+    server, _ = ensure_newsroom(port, seed=7)
+    try:
+        ok = _materialize(days, site, port)
+    finally:
+        if server is not None:
+            server.stop()
+    for d in days:
+        _print_kpis(d, DATA_DIR / "newsbench.duckdb")
+    if not ok:
+        raise typer.Exit(1)
+
+
+@app.command()
+def kpis(
+    day: Annotated[str | None, typer.Option(help="Day (default: today, UTC).")] = None,
+) -> None:
+    """Print the KPI table of a day from the warehouse."""
+    _print_kpis(date.fromisoformat(day) if day else _today(), DATA_DIR / "newsbench.duckdb")
+
+
+if __name__ == "__main__":
+    app()

@@ -1,0 +1,97 @@
+"""Agents and their manifests.
+
+An agent version is described by a manifest file in `agents/` (name, version, adapter, channel,
+model, prompt, parameters). The adapter names a module in this package that exposes
+`create(manifest) -> Agent`, so adding an adapter is adding one module.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from newsbench_dagster.core.errors import ConfigError
+from newsbench_dagster.core.tools import BrowserTools
+
+
+class AgentManifest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(pattern=r"^[a-z][a-z0-9_-]{0,63}$")
+    version: str = Field(min_length=1)
+    adapter: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    channel: Literal["main", "candidate"] = "candidate"
+    model: str | None = None
+    prompt: str | None = None
+    params: dict[str, Any] = Field(default_factory=dict)
+    description: str | None = None
+
+    @property
+    def agent_version(self) -> str:
+        """The partition key of this version: `name@version`."""
+        return f"{self.name}@{self.version}"
+
+    @property
+    def prompt_hash(self) -> str | None:
+        return hashlib.sha256(self.prompt.encode()).hexdigest()[:12] if self.prompt else None
+
+
+class AgentTask(BaseModel):
+    """What an agent is told: never the checks, the reward or the ground truth (blind labels)."""
+
+    id: str
+    intent: str
+    entry_url: str
+    inputs: dict[str, Any]
+    constraints: dict[str, Any]
+
+    @classmethod
+    def from_task(cls, task: dict) -> AgentTask:
+        return cls(**{k: task[k] for k in ("id", "intent", "entry_url", "inputs", "constraints")})
+
+
+class Agent(Protocol):
+    manifest: AgentManifest
+
+    async def run(self, task: AgentTask, tools: BrowserTools) -> None:
+        """Work on the task in the page behind `tools`; answer with `tools.answer(...)`."""
+
+
+def build_agent(manifest: AgentManifest) -> Agent:
+    try:
+        module = importlib.import_module(f"{__name__}.{manifest.adapter}")
+    except ModuleNotFoundError as e:
+        raise ConfigError(
+            f"agent {manifest.agent_version}: unknown adapter {manifest.adapter!r} "
+            f"(no module {__name__}.{manifest.adapter})"
+        ) from e
+    return module.create(manifest)
+
+
+def load_manifest(path: str | Path) -> AgentManifest:
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        return AgentManifest.model_validate(raw)
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{path}: not valid YAML: {e}") from e
+    except ValidationError as e:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in e.errors()
+        )
+        raise ConfigError(f"{path}: {problems}") from e
+
+
+def load_manifests(directory: str | Path) -> list[AgentManifest]:
+    manifests = [load_manifest(p) for p in sorted(Path(directory).glob("*.yaml"))]
+    seen: dict[str, int] = {}
+    for m in manifests:
+        seen[m.agent_version] = seen.get(m.agent_version, 0) + 1
+    dupes = [v for v, n in seen.items() if n > 1]
+    if dupes:
+        raise ConfigError(f"{directory}: agent versions declared twice: {', '.join(dupes)}")
+    return manifests

@@ -1,0 +1,70 @@
+"""The reference agent: metadata-first, no model. It is the witness other agents are
+compared against, so it prefers structured data (JSON-LD, OpenGraph) over DOM heuristics.
+"""
+
+from __future__ import annotations
+
+from newsbench_dagster.core.agents import AgentManifest, AgentTask
+from newsbench_dagster.core.page_metadata import article_nodes, person_names
+from newsbench_dagster.core.tools import BrowserTools
+
+# The lead is the first headline link inside the main landmark on every template we know;
+# the later selectors are fallbacks for pages without <article> or <main>.
+LEAD_LINK_SELECTORS = (
+    "main article :is(h1, h2, h3) a[href]",
+    "main :is(h1, h2, h3) a[href]",
+    "[role=main] :is(h1, h2, h3) a[href]",
+    "article :is(h1, h2) a[href]",
+)
+
+
+def _article_fields(md: dict) -> dict:
+    nodes = article_nodes(md["jsonld"])
+    node = nodes[0] if nodes else {}
+    meta = md["meta"]
+    authors = person_names(node.get("author")) or ([meta["author"]] if meta.get("author") else [])
+    return {
+        "headline": node.get("headline") or meta.get("og:title") or md["title"],
+        "authors": authors,
+        "published": node.get("datePublished") or meta.get("article:published_time"),
+        "modified": node.get("dateModified") or meta.get("article:modified_time"),
+        "url": md["canonical"] or md["url"],
+    }
+
+
+class ReferenceAgent:
+    def __init__(self, manifest: AgentManifest) -> None:
+        self.manifest = manifest
+
+    async def run(self, task: AgentTask, tools: BrowserTools) -> None:
+        if task.intent == "find_top_headline":
+            await self._top_headline(tools)
+        elif task.intent == "extract_article_metadata":
+            md = await tools.get_metadata()
+            fields = _article_fields(md)
+            await tools.answer(
+                {k: fields[k] for k in ("headline", "authors", "published", "modified")}
+            )
+        else:
+            # An honest stop: the reference agent does not guess at intents it cannot solve.
+            await tools.answer({"unsupported_intent": task.intent}, claims_success=False)
+
+    async def _top_headline(self, tools: BrowserTools) -> None:
+        for selector in LEAD_LINK_SELECTORS:
+            found = await tools.extract_text(selector)
+            if found["ok"] and found["text"]:
+                break
+        else:
+            await tools.answer({"headline": None, "url": None}, claims_success=False)
+            return
+        # Open the lead and take its headline from the article's own metadata.
+        clicked = await tools.click(selector)
+        if not clicked["ok"]:
+            await tools.answer({"headline": found["text"], "url": None})
+            return
+        fields = _article_fields(await tools.get_metadata())
+        await tools.answer({"headline": fields["headline"], "url": fields["url"]})
+
+
+def create(manifest: AgentManifest) -> ReferenceAgent:
+    return ReferenceAgent(manifest)

@@ -1,0 +1,47 @@
+"""The artifact store: screenshots, observations, trajectories and raw feeds, addressed by URI.
+
+Locally a folder (`file://` URIs); in production object storage behind the same two calls.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Protocol
+from urllib.parse import urlsplit
+from urllib.request import url2pathname
+
+
+class ArtifactStore(Protocol):
+    def put(self, key: str, data: bytes) -> str: ...
+    def put_json(self, key: str, value: object) -> str: ...
+    def get(self, uri: str) -> bytes: ...
+
+
+class LocalArtifactStore:
+    """Artifacts as files under `root`; writes are atomic so a crash never leaves half a file."""
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root).resolve()
+
+    def put(self, key: str, data: bytes) -> str:
+        path = (self.root / key).resolve()
+        if self.root not in path.parents:
+            raise ValueError(f"artifact key escapes the store: {key!r}")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+        return path.as_uri()
+
+    def put_json(self, key: str, value: object) -> str:
+        return self.put(key, json.dumps(value, indent=1, default=str).encode())
+
+    def get(self, uri: str) -> bytes:
+        parts = urlsplit(uri)
+        if parts.scheme != "file":
+            raise ValueError(f"not a local artifact URI: {uri!r}")
+        return Path(url2pathname(parts.path)).read_bytes()

@@ -1,0 +1,320 @@
+"""Independent oracles: an answer is scored against the harness's own observations of the
+page (entry and final), never against the agent's claim and never against ground truth the
+page does not show. Signals are combined so benign drift passes, and a verdict fails closed
+when the page's own signals contradict each other beyond the margins below.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+from urllib.parse import urlsplit
+
+from newsbench_dagster.core.page_metadata import article_nodes, node_types, person_names
+from newsbench_dagster.core.text import entity_overlap, fuzzy, normalize_text, parse_time, within
+
+HEADLINE_MATCH = 0.8  # fuzzy token-sort similarity that counts as the same headline
+ENTITY_MATCH = 0.5  # ...or this entity overlap, with at least two entities shared
+CONFLICT_MARGIN = 0.3  # two "top" signals differing by more than this is a conflict
+TIME_WINDOW_MIN = 15.0
+
+
+@dataclass
+class Component:
+    passed: bool
+    score: float
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Verdict:
+    success: bool
+    accuracy: float
+    components: dict[str, Component]
+    reason: str  # one line, for humans
+    right_target: bool = False  # the answer is about the right item (used for the taxonomy)
+    conflict: bool = False  # failed closed: the page's own signals disagree
+    published: datetime | None = None  # when the target content was published (freshness)
+
+    def as_dict(self) -> dict:
+        return {
+            "success": self.success,
+            "accuracy": self.accuracy,
+            "reason": self.reason,
+            "right_target": self.right_target,
+            "conflict": self.conflict,
+            "components": {
+                k: {"passed": c.passed, "score": round(c.score, 3), **c.detail}
+                for k, c in self.components.items()
+            },
+        }
+
+
+def _same_page(a: str | None, b: str | None) -> bool:
+    if not a or not b:
+        return False
+    pa, pb = urlsplit(a), urlsplit(b)
+    return (pa.hostname or "").lower() == (pb.hostname or "").lower() and pa.path.rstrip(
+        "/"
+    ) == pb.path.rstrip("/")
+
+
+def _site_names(obs: dict) -> tuple[str, ...]:
+    names = list(obs.get("meta", {}).get("og:site_name", []))
+    for node in obs.get("jsonld", []):
+        pub = node.get("publisher")
+        if isinstance(pub, dict) and isinstance(pub.get("name"), str):
+            names.append(pub["name"])
+    return tuple(dict.fromkeys(n for n in names if n))
+
+
+def _article_signals(obs: dict) -> dict[str, Any]:
+    """What an article page itself says about its headline, authors and times."""
+    meta = obs.get("meta", {})
+    nodes = article_nodes(obs.get("jsonld", []))
+    node = nodes[0] if nodes else {}
+    return {
+        "headline": {
+            k: v
+            for k, v in {
+                "og:title": (meta.get("og:title") or [None])[0],
+                "twitter:title": (meta.get("twitter:title") or [None])[0],
+                "jsonld": node.get("headline") if isinstance(node.get("headline"), str) else None,
+            }.items()
+            if v
+        },
+        "authors_jsonld": person_names(node.get("author")),
+        "authors_meta": [
+            a
+            for a in meta.get("author", []) + meta.get("article:author", [])
+            if a and not a.startswith("http")
+        ],
+        "bylines": obs.get("bylines", []),
+        "published": [
+            v for v in [node.get("datePublished"), *meta.get("article:published_time", [])] if v
+        ],
+        "modified": [
+            v for v in [node.get("dateModified"), *meta.get("article:modified_time", [])] if v
+        ],
+        "canonical": obs.get("canonical") or obs.get("url"),
+        "site_names": _site_names(obs),
+    }
+
+
+def _best_match(pred: str | None, candidates: dict[str, str], names: tuple[str, ...]):
+    scored = [
+        (fuzzy(pred, c, names), *entity_overlap(pred, c), src) for src, c in candidates.items()
+    ]
+    if not scored:
+        return 0.0, 0.0, 0, None
+    return max(scored)
+
+
+def _headline_component(pred, candidates: dict[str, str], names) -> Component:
+    fz, ent, shared, src = _best_match(pred, candidates, names)
+    passed = fz >= HEADLINE_MATCH or (ent >= ENTITY_MATCH and shared >= 2)
+    return Component(
+        passed,
+        max(fz, ent if shared >= 2 else 0.0),
+        {"fuzzy": round(fz, 3), "entities": round(ent, 3), "matched": src},
+    )
+
+
+# -- find_top_headline ----------------------------------------------------------------------
+def _lead_candidates(obs: dict | None) -> dict[str, str]:
+    """The page's own signals for "the top story": first article heading under main, first
+    visible story heading above the fold, first entry of a JSON-LD ItemList."""
+    if not obs:
+        return {}
+    out: dict[str, str] = {}
+    lead = obs.get("lead") or {}
+    if lead.get("heading"):
+        out["first_article_heading"] = lead["heading"]
+    for h in obs.get("headings", []):
+        # Story headings link somewhere; a section label ("Top stories") does not.
+        if h.get("visible") and h.get("above_fold") and h.get("text") and h.get("href"):
+            out["first_visible_heading"] = h["text"]
+            break
+    for node in obs.get("jsonld", []):
+        if "ItemList" in node_types(node):
+            items = node.get("itemListElement") or []
+            first = items[0] if isinstance(items, list) and items else None
+            if isinstance(first, dict):
+                name = first.get("name") or (first.get("item") or {}).get("name")
+                if isinstance(name, str):
+                    out["jsonld_itemlist"] = name
+    return out
+
+
+def check_top_headline(answer: dict, entry: dict | None, final: dict | None) -> Verdict:
+    pred = answer.get("headline") if isinstance(answer, dict) else None
+    # The lead may rotate while the agent works: the entry page and, if the agent came back
+    # to it, the final page are both valid moments.
+    homepages = [
+        o for o in (entry, final) if o and _same_page(o.get("url"), (entry or {}).get("url"))
+    ]
+    comps: dict[str, Component] = {}
+    leads = [(o, _lead_candidates(o)) for o in homepages]
+    comps["lead_heading_in_main"] = Component(
+        any(o.get("has_main") and c.get("first_article_heading") for o, c in leads), 1.0
+    )
+    lead_urls = [o["lead"]["href"] for o in homepages if (o.get("lead") or {}).get("href")]
+
+    # If the agent opened the lead article, its own metadata names the headline too.
+    article = None
+    if final and any(_same_page(final.get("canonical") or final.get("url"), u) for u in lead_urls):
+        article = _article_signals(final)
+    names = _site_names(final or {}) + _site_names(entry or {})
+
+    candidates: dict[str, str] = {}
+    conflict = False
+    for i, (_, c) in enumerate(leads):
+        tops = list(c.values())
+        disagree = any(fuzzy(a, b, names) < 1 - CONFLICT_MARGIN for a in tops for b in tops)
+        if disagree and not (
+            article
+            and any(
+                fuzzy(t, h, names) >= HEADLINE_MATCH
+                for t in tops
+                for h in article["headline"].values()
+            )
+        ):
+            conflict = True
+        candidates.update({f"{k}@{'entry' if i == 0 else 'final'}": v for k, v in c.items()})
+    if article:
+        candidates.update({f"article_{k}": v for k, v in article["headline"].items()})
+
+    comps["headline"] = _headline_component(pred, candidates, names)
+    answer_url = answer.get("url") if isinstance(answer, dict) else None
+    url_ok = any(_same_page(answer_url, u) for u in lead_urls)
+    comps["url"] = Component(
+        url_ok, 1.0 if url_ok else 0.0, {"answer": answer_url, "lead": lead_urls[:2]}
+    )
+    accuracy = comps["headline"].score * 0.7 + (0.3 if url_ok else 0.0)
+    published = None
+    if article:
+        published = min((t for v in article["published"] if (t := parse_time(v))), default=None)
+    if not pred:
+        return Verdict(False, 0.0, comps, "no headline in the answer", published=published)
+    if conflict:
+        return Verdict(
+            False,
+            0.0,
+            comps,
+            "failed closed: the page's top-story signals disagree and no metadata settles it",
+            conflict=True,
+            published=published,
+        )
+    success = comps["headline"].passed and url_ok and comps["lead_heading_in_main"].passed
+    right_target = url_ok or comps["headline"].passed
+    reason = (
+        "matches the lead story"
+        if success
+        else (
+            "headline does not match the lead"
+            if not comps["headline"].passed
+            else "link is not the lead story"
+        )
+    )
+    return Verdict(
+        success, round(accuracy, 3), comps, reason, right_target=right_target, published=published
+    )
+
+
+# -- extract_article_metadata ---------------------------------------------------------------
+def _plausible_byline(name: str, site_names: tuple[str, ...]) -> bool:
+    n = normalize_text(name)
+    return (
+        2 <= len(n) <= 60
+        and any(ch.isalpha() for ch in n)
+        and not any(fuzzy(n, s) >= 0.9 for s in site_names)
+    )
+
+
+def _author_match(name: str, truth: list[str]) -> float:
+    # Bylines carry words like "By"/"Von"/"Par": token-set compares the name inside them.
+    from rapidfuzz import fuzz
+
+    n = normalize_text(name).lower()
+    return max(
+        (fuzz.token_set_ratio(n, normalize_text(t).lower()) / 100 for t in truth), default=0.0
+    )
+
+
+def check_article_metadata(answer: dict, entry: dict | None, final: dict | None) -> Verdict:
+    if not entry:
+        return Verdict(False, 0.0, {}, "no observation of the article page")
+    sig = _article_signals(entry)
+    names = sig["site_names"]
+    comps: dict[str, Component] = {}
+    answer = answer if isinstance(answer, dict) else {}
+
+    heads = sig["headline"]
+    conflict_reasons = []
+    if (
+        len(heads) >= 2
+        and min(fuzzy(a, b, names) for a in heads.values() for b in heads.values())
+        < 1 - CONFLICT_MARGIN
+    ):
+        conflict_reasons.append("og:title and JSON-LD headline disagree")
+    comps["headline"] = _headline_component(answer.get("headline"), heads, names)
+
+    ok, gap = within(answer.get("published"), sig["published"], TIME_WINDOW_MIN)
+    comps["published"] = Component(ok, 1.0 if ok else 0.0, {"gap_minutes": gap})
+    if sig["modified"]:
+        # An article that was never updated may leave `modified` empty or equal to published.
+        pred = answer.get("modified") or answer.get("published")
+        ok, gap = within(pred, sig["modified"], TIME_WINDOW_MIN)
+        comps["modified"] = Component(ok, 1.0 if ok else 0.0, {"gap_minutes": gap})
+
+    authors = answer.get("authors")
+    if isinstance(authors, str):
+        authors = [authors]
+    authors = [a for a in (authors or []) if isinstance(a, str)]
+    truth = sig["authors_jsonld"] or sig["authors_meta"]
+    if truth and sig["bylines"] and max(_author_match(b, truth) for b in sig["bylines"]) < 0.5:
+        conflict_reasons.append("on-page byline contradicts the metadata authors")
+    evidence = truth or sig["bylines"]
+    plausible = bool(authors) and all(_plausible_byline(a, names) for a in authors)
+    matched = bool(authors) and all(_author_match(a, evidence) >= HEADLINE_MATCH for a in authors)
+    comps["byline"] = Component(
+        plausible and matched,
+        1.0 if plausible and matched else 0.0,
+        {"plausible": plausible, "matched": matched},
+    )
+
+    published = min((t for v in sig["published"] if (t := parse_time(v))), default=None)
+    accuracy = sum(c.score if c.passed else 0.0 for c in comps.values()) / len(comps)
+    failed = [k for k, c in comps.items() if not c.passed]
+    if conflict_reasons:
+        return Verdict(
+            False,
+            0.0,
+            comps,
+            "failed closed: " + "; ".join(conflict_reasons),
+            conflict=True,
+            published=published,
+        )
+    return Verdict(
+        not failed,
+        round(accuracy, 3),
+        comps,
+        "all fields match the page" if not failed else "mismatch: " + ", ".join(failed),
+        right_target=comps["headline"].passed,
+        published=published,
+    )
+
+
+CHECKERS: dict[str, Callable[[dict, dict | None, dict | None], Verdict]] = {
+    "find_top_headline": check_top_headline,
+    "extract_article_metadata": check_article_metadata,
+}
+
+
+def check(intent: str, answer: Any, entry: dict | None, final: dict | None) -> Verdict:
+    checker = CHECKERS.get(intent)
+    if checker is None:
+        return Verdict(False, 0.0, {}, f"no checker for intent {intent!r}")
+    return checker(answer if isinstance(answer, dict) else {}, entry, final)

@@ -1,0 +1,37 @@
+"""Every run ends in exactly one class: success, an agent failure or an environment failure.
+
+Environment failures are the harness's or the site's fault; they are excluded from agent
+scores and reported on their own.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class EnvFailure(StrEnum):
+    NAVIGATION_TIMEOUT = "navigation_timeout"
+    SITE_DOWN = "site_down"
+    ENTRY_UNAVAILABLE = "entry_unavailable"  # the task's entry page is gone (4xx) or refused
+    BROWSER_CRASH = "browser_crash"
+    ORACLE_UNAVAILABLE = "oracle_unavailable"  # the harness could not observe the page
+    INVALID_TASK = "invalid_task"
+    HARNESS_ERROR = "harness_error"
+
+
+class AgentFailure(StrEnum):
+    WRONG_TARGET = "wrong_target"  # answered, but not what the page shows
+    PERCEPTION = "perception"  # found the right thing, misread part of it
+    PLANNING = "planning"  # ran out of steps, time or tokens, or crashed
+    PREMATURE_STOP = "premature_stop"  # stopped without an answer
+    FALSE_SUCCESS_CLAIM = "false_success_claim"  # claimed success, the oracle disagrees
+    POLICY_BLOCK = "policy_block"  # tried to leave the allowlist or break robots.txt
+
+
+SUCCESS = "success"
+ENV_FAILURES = frozenset(f.value for f in EnvFailure)
+AGENT_FAILURES = frozenset(f.value for f in AgentFailure)
+
+
+def is_environment_failure(failure_class: str | None) -> bool:
+    return failure_class in ENV_FAILURES

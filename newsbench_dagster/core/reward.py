@@ -1,0 +1,53 @@
+"""The time-aware reward R = w_a·A + w_t·T + w_e·E (weights 0.6 / 0.3 / 0.1 by default).
+
+T mixes time-to-first-correct (1 at 0 s, 0 at the 60 s budget) with the freshness of the
+content (exponential decay with the task's staleness half-life); E is the normalised inverse
+of steps, tokens and requests.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+
+TTFC_BUDGET_S = 60.0
+EFFICIENCY_CAPS = (30, 5000, 60)  # steps, tokens, requests
+
+
+def timeliness(
+    ttfc_seconds: float | None,
+    published: datetime | None,
+    now: datetime,
+    half_life_min: float = 30.0,
+) -> float:
+    if ttfc_seconds is None:  # never correct
+        ttfc_score = 0.0
+    else:
+        ttfc_score = max(0.0, 1.0 - min(ttfc_seconds, TTFC_BUDGET_S) / TTFC_BUDGET_S)
+    if published is None:
+        fresh = 0.5  # unknown age: neither rewarded nor punished
+    else:
+        age_min = max(0.0, (now - published).total_seconds() / 60.0)
+        fresh = math.exp(-math.log(2) / half_life_min * age_min)
+    return 0.5 * ttfc_score + 0.5 * fresh
+
+
+def efficiency(
+    steps: int, tokens: int, requests: int, caps: tuple[int, int, int] = EFFICIENCY_CAPS
+) -> float:
+    s_cap, t_cap, r_cap = caps
+    s = 1.0 - min(steps, s_cap) / s_cap
+    t = 1.0 - min(tokens, t_cap) / t_cap
+    r = 1.0 - min(requests, r_cap) / r_cap
+    return 0.4 * s + 0.4 * t + 0.2 * r
+
+
+def reward(
+    accuracy: float, timeliness_score: float, efficiency_score: float, weights: dict | None = None
+) -> float:
+    w = weights or {}
+    return (
+        w.get("accuracy_weight", 0.6) * accuracy
+        + w.get("timeliness_weight", 0.3) * timeliness_score
+        + w.get("efficiency_weight", 0.1) * efficiency_score
+    )

@@ -1,0 +1,220 @@
+"""The warehouse tables: names, columns and types, the same in DuckDB and BigQuery.
+
+Assets build their DataFrames with `frame()`, so every table has a fixed column order and
+type whatever the rows contain (an empty partition still has the right schema). Nested values
+are JSON columns; `day` is a TIMESTAMP (midnight UTC), never text.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import asdict, is_dataclass
+from datetime import date, datetime
+from typing import Any
+
+import pandas as pd
+
+# logical type -> (DuckDB type, pandas dtype)
+TYPES = {
+    "string": ("VARCHAR", "object"),
+    "int": ("BIGINT", "Int64"),
+    "float": ("DOUBLE", "float64"),
+    "bool": ("BOOLEAN", "boolean"),
+    "timestamp": ("TIMESTAMP", "datetime64[us]"),
+    "json": ("JSON", "object"),
+}
+
+TABLES: dict[str, dict[str, str]] = {
+    "feed_items": {
+        "site": "string",
+        "day": "timestamp",
+        "source_url": "string",
+        "kind": "string",
+        "item_url": "string",
+        "title": "string",
+        "published": "timestamp",
+        "language": "string",
+        "fetch_status": "string",
+        "parse_error": "string",
+        "fetched_at": "timestamp",
+        "raw_uri": "string",
+        "position": "int",
+    },
+    "news_tasks": {
+        "task_id": "string",
+        "site": "string",
+        "day": "timestamp",
+        "intent": "string",
+        "entry_url": "string",
+        "suite": "string",
+        "seed": "int",
+        "inputs": "json",
+        "constraints": "json",
+        "checks": "json",
+        "reward_weights": "json",
+        "allowed_origins": "json",
+        "source": "json",
+        "task": "json",
+    },
+    "agent_runs": {
+        "run_id": "string",
+        "task_id": "string",
+        "site": "string",
+        "day": "timestamp",
+        "intent": "string",
+        "entry_url": "string",
+        "agent_name": "string",
+        "agent_version": "string",
+        "trial": "int",
+        "started_at": "timestamp",
+        "ended_at": "timestamp",
+        "run_status": "string",
+        "env_failure": "string",
+        "error": "string",
+        "steps": "int",
+        "tokens": "int",
+        "requests": "int",
+        "bytes": "int",
+        "answer_seconds": "float",
+        "answer": "json",
+        "answers": "json",
+        "self_reported_success": "bool",
+        "observation": "json",
+        "environment": "json",
+        "trajectory": "json",
+        "request_log": "json",
+        "safety_events": "json",
+        "console_errors": "json",
+        "artifacts": "json",
+    },
+    "run_scores": {
+        "run_id": "string",
+        "task_id": "string",
+        "site": "string",
+        "day": "timestamp",
+        "intent": "string",
+        "agent_name": "string",
+        "agent_version": "string",
+        "trial": "int",
+        "accuracy": "float",
+        "timeliness": "float",
+        "efficiency": "float",
+        "reward": "float",
+        "success": "bool",
+        "excluded": "bool",
+        "exclusion_reason": "string",
+        "failure_class": "string",
+        "ttfc_seconds": "float",
+        "steps": "int",
+        "tokens": "int",
+        "requests": "int",
+        "self_reported_success": "bool",
+        "claim_mismatch": "bool",
+        "safety_incidents": "int",
+        "verdicts": "json",
+        "checker": "json",
+    },
+    "kpi_daily": {
+        "day": "timestamp",
+        "site": "string",
+        "agent_version": "string",
+        "slice_kind": "string",
+        "slice_value": "string",
+        "n_runs": "int",
+        "n_scored": "int",
+        "n_env_failures": "int",
+        "successes": "int",
+        "success_rate": "float",
+        "success_ci_low": "float",
+        "success_ci_high": "float",
+        "mean_reward": "float",
+        "ttfc_p50": "float",
+        "ttfc_p95": "float",
+        "mean_steps": "float",
+        "mean_tokens": "float",
+        "failure_taxonomy": "json",
+        "safety_incidents": "int",
+        "claim_mismatches": "int",
+        "tasks_run": "int",
+        "tasks_generated": "int",
+        "coverage": "float",
+    },
+}
+
+
+def _json(value: Any) -> str | None:
+    if value is None:
+        return None
+    if is_dataclass(value) and not isinstance(value, type):
+        value = asdict(value)
+    return json.dumps(value, default=str, ensure_ascii=False)
+
+
+def _timestamp(value: Any) -> Any:
+    # Naive UTC in the warehouse: DuckDB TIMESTAMP / BigQuery TIMESTAMP without offsets.
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return (
+            pd.Timestamp(value).tz_convert("UTC").tz_localize(None)
+            if value.tzinfo
+            else pd.Timestamp(value)
+        )
+    if isinstance(value, date):
+        return pd.Timestamp(value)
+    ts = pd.Timestamp(value)
+    return ts.tz_convert("UTC").tz_localize(None) if ts.tzinfo else ts
+
+
+def frame(table: str, rows: Iterable[dict]) -> pd.DataFrame:
+    """A DataFrame with exactly the table's columns, in order, with their types."""
+    columns = TABLES[table]
+    rows = list(rows)
+    data: dict[str, list] = {}
+    for col, kind in columns.items():
+        values = [r.get(col) for r in rows]
+        if kind == "json":
+            values = [_json(v) for v in values]
+        elif kind == "timestamp":
+            values = [_timestamp(v) for v in values]
+        data[col] = values
+    df = pd.DataFrame(data, columns=list(columns))
+    for col, kind in columns.items():
+        df[col] = df[col].astype(TYPES[kind][1])
+    return df
+
+
+def ddl(table: str, schema: str) -> str:
+    cols = ", ".join(f"{c} {TYPES[k][0]}" for c, k in TABLES[table].items())
+    return f"CREATE TABLE IF NOT EXISTS {schema}.{table} ({cols})"
+
+
+def loads(value: Any) -> Any:
+    """Read back a JSON column value (DuckDB returns JSON as text)."""
+    if value is None or (isinstance(value, float) and pd.isna(value)):
+        return None
+    return json.loads(value) if isinstance(value, str) else value
+
+
+def records(df: pd.DataFrame, table: str) -> list[dict]:
+    """Rows of a table as dicts with JSON columns decoded and timestamps as UTC datetimes."""
+    columns = TABLES[table]
+    out = []
+    for rec in df.to_dict("records"):
+        for col, kind in columns.items():
+            if col not in rec:
+                continue
+            v = rec[col]
+            if kind == "json":
+                rec[col] = loads(v)
+            elif kind == "timestamp":
+                rec[col] = (
+                    None
+                    if v is None or pd.isna(v)
+                    else pd.Timestamp(v).tz_localize("UTC").to_pydatetime()
+                )
+            elif v is pd.NA or (isinstance(v, float) and pd.isna(v)):
+                rec[col] = None
+        out.append(rec)
+    return out

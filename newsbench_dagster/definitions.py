@@ -1,0 +1,50 @@
+"""The one Definitions object; `workspace.yaml` points here."""
+
+from __future__ import annotations
+
+from dagster import Definitions, EnvVar, in_process_executor, load_assets_from_modules
+
+from newsbench_dagster.assets import feeds, kpis, runs, scores, tasks
+from newsbench_dagster.checks.compliance import compliance
+from newsbench_dagster.resources import (
+    RESOURCES_LOCAL,
+    NewsroomResource,
+    Warehouse,
+)
+from newsbench_dagster.schedules import JOBS, SCHEDULES
+from newsbench_dagster.sensors import SENSORS
+
+ASSETS = load_assets_from_modules([feeds, tasks, runs, scores, kpis])
+CHECKS = [compliance]
+
+
+def build_definitions(resources: dict) -> Definitions:
+    return Definitions(
+        assets=ASSETS,
+        asset_checks=CHECKS,
+        jobs=JOBS,
+        schedules=SCHEDULES,
+        sensors=SENSORS,
+        resources=resources,
+        # DuckDB has one writer, and the newsroom lives in the run's process: run in-process.
+        executor=in_process_executor,
+    )
+
+
+defs = build_definitions(RESOURCES_LOCAL)
+
+
+def production() -> Definitions:
+    """The deployed variant: real sites (no newsroom), BigQuery. Point a workspace at
+    `newsbench_dagster.definitions:production`; secrets come from the environment at run time."""
+    return build_definitions(
+        {
+            **RESOURCES_LOCAL,
+            "newsroom": NewsroomResource(enabled=False),
+            "io_manager": Warehouse(
+                backend="bigquery",
+                bigquery_project=EnvVar("NEWSBENCH_BQ_PROJECT"),
+                gcp_credentials=EnvVar("NEWSBENCH_GCP_CREDENTIALS"),
+            ),
+        }
+    )

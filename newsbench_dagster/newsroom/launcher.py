@@ -1,0 +1,59 @@
+"""Making sure a newsroom answers on a port: reuse a running one, or start one in-process.
+
+Content is a pure function of (seed, site, time), so any newsroom with the same seed and
+revision serves the same pages; a different seed on the port is an error, not a silent swap.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import time
+import urllib.error
+import urllib.request
+
+from newsbench_dagster.newsroom.server import HEALTH_PATH, NewsroomServer
+from newsbench_dagster.newsroom.world import Newsroom
+
+
+class NewsroomUnavailable(RuntimeError):
+    """Something else holds the port, or a newsroom with another seed does."""
+
+
+def health(port: int, timeout: float = 2.0) -> dict | None:
+    """The health document of the newsroom on `port`, or None if nothing answers there."""
+    url = f"http://127.0.0.1:{port}{HEALTH_PATH}"
+    # No proxy from the environment: this is a loopback control call.
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(url, timeout=timeout) as resp:
+            doc = json.loads(resp.read())
+    except (urllib.error.URLError, OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) and doc.get("newsroom") else None
+
+
+def ensure_newsroom(port: int, seed: int) -> tuple[NewsroomServer | None, dict]:
+    """Return (server we started or None if one was already running, its health document)."""
+    for _ in range(2):
+        doc = health(port)
+        if doc is not None:
+            if doc.get("seed") != seed:
+                raise NewsroomUnavailable(
+                    f"a newsroom with seed {doc.get('seed')} already runs on port {port}; "
+                    f"wanted seed {seed} (stop it or choose another port)"
+                )
+            return None, doc
+        try:
+            server = NewsroomServer(Newsroom(seed=seed), port=port).start()
+        except OSError as e:
+            if e.errno != errno.EADDRINUSE:
+                raise
+            time.sleep(0.5)  # another process may be starting one right now
+            continue
+        doc = health(port)
+        if doc is None:
+            server.stop()
+            raise NewsroomUnavailable(f"newsroom started on port {port} but does not answer")
+        return server, doc
+    raise NewsroomUnavailable(f"port {port} is taken by something that is not a newsroom")

@@ -1,0 +1,455 @@
+"""The newsroom's content model: a pure function of (seed, site, time).
+
+Nothing here reads the real clock or keeps state that changes over time: every story, front page
+and timestamp is derived from the seed, the site spec, the vocabulary and the instant asked about.
+All randomness comes from hashlib, so results are identical across processes and Python runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from functools import cached_property, lru_cache
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+from zoneinfo import ZoneInfo
+
+import yaml
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+DEFAULT_CATALOG = PACKAGE_DIR / "catalog.yaml"
+TEMPLATES_DIR = PACKAGE_DIR / "templates"
+
+TEMPLATE_FAMILIES = ("classic", "grid", "magazine")
+FEED_KINDS = ("rss", "atom")
+
+
+def utc_now() -> datetime:
+    """The default clock: real time, UTC."""
+    return datetime.now(UTC)
+
+
+class FixedClock:
+    """A clock stopped at one instant; tests move it explicitly with set() or advance()."""
+
+    def __init__(self, at: datetime) -> None:
+        self._at = as_utc(at)
+
+    def __call__(self) -> datetime:
+        return self._at
+
+    def set(self, at: datetime) -> None:
+        self._at = as_utc(at)
+
+    def advance(self, delta: timedelta) -> datetime:
+        self._at = self._at + delta
+        return self._at
+
+    def __repr__(self) -> str:
+        return f"FixedClock({self._at.isoformat()})"
+
+
+def as_utc(at: datetime) -> datetime:
+    """Normalise an instant to aware UTC; a naive datetime is taken to be UTC already."""
+    if at.tzinfo is None:
+        return at.replace(tzinfo=UTC)
+    return at.astimezone(UTC)
+
+
+def stable_int(*parts: object) -> int:
+    """A 64-bit integer derived from parts with sha256 (never hash(): it is salted per process)."""
+    text = "\x1f".join(str(p) for p in parts)
+    return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "big")
+
+
+def stable_order(n: int, *parts: object) -> list[int]:
+    """A seeded permutation of range(n)."""
+    return sorted(range(n), key=lambda i: stable_int(*parts, i))
+
+
+# German and Nordic letters that NFKD would otherwise drop or mangle.
+_TRANSLIT = str.maketrans(
+    {"ä": "ae", "ö": "oe", "ü": "ue", "ß": "ss", "ı": "i", "æ": "ae", "œ": "oe", "ø": "o"}
+)
+
+
+def slugify(text: str, max_len: int = 60) -> str:
+    """ASCII, lower-case, hyphenated; cut on a word boundary so URLs stay readable."""
+    text = unicodedata.normalize("NFKD", text.lower().translate(_TRANSLIT))
+    text = text.encode("ascii", "ignore").decode("ascii")
+    words = re.findall(r"[a-z0-9]+", text)
+    slug = ""
+    for word in words:
+        candidate = f"{slug}-{word}" if slug else word
+        if len(candidate) > max_len:
+            break
+        slug = candidate
+    return slug or "story"
+
+
+def capitalise(text: str) -> str:
+    """Upper-case the first letter only (French subjects start with an article: 'la maire ...')."""
+    return text[:1].upper() + text[1:]
+
+
+# --------------------------------------------------------------------------------------------
+# Catalog
+
+
+@dataclass(frozen=True)
+class SiteSpec:
+    key: str
+    host: str
+    name: str
+    language: str
+    timezone: str
+    template: str
+    feed_kind: str
+    feed_path: str
+    story_interval_minutes: int
+    lead_rotation_minutes: int
+    sections: tuple[str, ...]
+    tagline: str = ""
+    # Display names for sections whose slug is not simply title-cased (accents etc.).
+    section_labels: Mapping[str, str] = field(default_factory=dict, hash=False)
+
+    @property
+    def origin(self) -> str:
+        return f"http://{self.host}"
+
+    @property
+    def tz(self) -> ZoneInfo:
+        return ZoneInfo(self.timezone)
+
+    def section_label(self, section: str) -> str:
+        return self.section_labels.get(section, section.title())
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> SiteSpec:
+        spec = cls(
+            key=str(raw["key"]),
+            host=str(raw["host"]).lower(),
+            name=str(raw["name"]),
+            language=str(raw["language"]),
+            timezone=str(raw["timezone"]),
+            template=str(raw["template"]),
+            feed_kind=str(raw["feed_kind"]),
+            feed_path=str(raw["feed_path"]),
+            story_interval_minutes=int(raw["story_interval_minutes"]),
+            lead_rotation_minutes=int(raw["lead_rotation_minutes"]),
+            sections=tuple(str(s) for s in raw["sections"]),
+            tagline=str(raw.get("tagline", "")),
+            section_labels=dict(raw.get("section_labels") or {}),
+        )
+        # Fail at load time rather than on the first request.
+        if spec.template not in TEMPLATE_FAMILIES:
+            raise ValueError(f"site {spec.key}: unknown template {spec.template!r}")
+        if spec.feed_kind not in FEED_KINDS:
+            raise ValueError(f"site {spec.key}: unknown feed kind {spec.feed_kind!r}")
+        if spec.story_interval_minutes < 2 or spec.lead_rotation_minutes < 1:
+            raise ValueError(f"site {spec.key}: intervals too small")
+        if not spec.sections:
+            raise ValueError(f"site {spec.key}: no sections")
+        ZoneInfo(spec.timezone)  # raises for an unknown zone
+        return spec
+
+
+# --------------------------------------------------------------------------------------------
+# Stories
+
+
+@dataclass(frozen=True)
+class Story:
+    k: int
+    site: str
+    section: str
+    slug: str
+    headline: str
+    summary: str
+    authors: list[str]
+    published: datetime  # aware, UTC
+    body: list[str]
+    path: str
+    url: str
+    # When the newsroom edits the story, if it ever does; see modified_at().
+    updated_at: datetime | None = None
+
+    def modified_at(self, at: datetime) -> datetime:
+        """Last modification as seen at instant `at` (the update is invisible before it happens)."""
+        if self.updated_at is not None and as_utc(at) >= self.updated_at:
+            return self.updated_at
+        return self.published
+
+
+@dataclass(frozen=True)
+class FrontPage:
+    lead: Story
+    others: list[Story]  # the next newest stories, newest first, lead excluded
+    most_read: list[Story]  # older stories, shown outside <main>
+
+
+# URL schemes, one per template family. Builders take the story fields plus its local date.
+_STORY_PATHS: dict[str, Callable[[str, str, int, date], str]] = {
+    "classic": lambda section, slug, k, day: f"/news/{section}/{slug}-{k}",
+    "grid": lambda section, slug, k, day: f"/artikel/{k}-{slug}.html",
+    "magazine": lambda section, slug, k, day: (
+        f"/{day.year:04d}/{day.month:02d}/{day.day:02d}/{slug}_{k}"
+    ),
+}
+_STORY_PATH_RES: dict[str, re.Pattern[str]] = {
+    "classic": re.compile(r"^/news/(?P<section>[a-z0-9-]+)/(?P<slug>[a-z0-9-]+?)-(?P<k>-?\d+)$"),
+    "grid": re.compile(r"^/artikel/(?P<k>-?\d+)-(?P<slug>[a-z0-9-]+)\.html$"),
+    "magazine": re.compile(r"^/\d{4}/\d{2}/\d{2}/(?P<slug>[a-z0-9-]+)_(?P<k>-?\d+)$"),
+}
+_SECTION_PATHS = {
+    "classic": "/news/{section}/",
+    "grid": "/ressort/{section}/",
+    "magazine": "/rubrique/{section}/",
+}
+# Only the classic family links bylines to author pages.
+_AUTHOR_PATHS = {"classic": "/authors/{slug}"}
+
+# How far back listings (section and author pages) look for matching stories.
+LISTING_DEPTH = 60
+
+
+class SiteWorld:
+    """One site's story stream and front page, as functions of time."""
+
+    def __init__(
+        self, spec: SiteSpec, seed: int, epoch: datetime, vocab: Mapping[str, Any]
+    ) -> None:
+        self.spec = spec
+        self.seed = seed
+        self.epoch = epoch
+        self.vocab = vocab
+        self.labels: Mapping[str, Any] = vocab["labels"]
+        self.interval = timedelta(minutes=spec.story_interval_minutes)
+        self.rotation = timedelta(minutes=spec.lead_rotation_minutes)
+        # Each word list is walked in its own seeded order (see vocab.yaml for why).
+        self._orders = {
+            name: stable_order(len(vocab[name]), seed, spec.key, "order", name)
+            for name in ("subjects", "predicates", "objects", "places")
+        }
+        self.story = lru_cache(maxsize=4096)(self._make_story)
+
+    def __repr__(self) -> str:
+        return f"SiteWorld({self.spec.key!r}, seed={self.seed})"
+
+    @property
+    def key(self) -> str:
+        return self.spec.key
+
+    def _h(self, *parts: object) -> int:
+        return stable_int(self.seed, self.spec.key, *parts)
+
+    def _word(self, name: str, k: int) -> str:
+        order = self._orders[name]
+        return self.vocab[name][order[k % len(order)]]
+
+    # -- the stream ----------------------------------------------------------------------------
+
+    def published_at(self, k: int) -> datetime:
+        """Slot k's publication instant: on its slot, plus jitter in [0, interval/2)."""
+        jitter_s = self._h(k, "jitter") % int(self.interval.total_seconds() // 2)
+        return self.epoch + k * self.interval + timedelta(seconds=jitter_s)
+
+    def latest_k(self, at: datetime) -> int:
+        """The newest slot published at or before `at`."""
+        k = (as_utc(at) - self.epoch) // self.interval
+        # Jitter is under half an interval, so only slot k itself can still be in the future.
+        return k if self.published_at(k) <= as_utc(at) else k - 1
+
+    def stories(self, at: datetime, limit: int = 20) -> list[Story]:
+        """The `limit` newest stories published at or before `at`, newest first."""
+        k = self.latest_k(at)
+        return [self.story(k - i) for i in range(limit)]
+
+    def stories_since(self, since: datetime, at: datetime) -> list[Story]:
+        """Stories published in (since, at], newest first."""
+        out: list[Story] = []
+        k = self.latest_k(at)
+        while (story := self.story(k)).published > as_utc(since):
+            out.append(story)
+            k -= 1
+        return out
+
+    def _make_story(self, k: int) -> Story:
+        subject = self._word("subjects", k)
+        predicate = self._word("predicates", k)
+        obj = self._word("objects", k)
+        place = self._word("places", k)
+        # Quoted voice: any subject but the story's own.
+        subjects = self.vocab["subjects"]
+        other = subjects[
+            (subjects.index(subject) + 1 + self._h(k, "other") % (len(subjects) - 1))
+            % len(subjects)
+        ]
+        fill = {
+            "subject": subject,
+            "predicate": predicate,
+            "object": obj,
+            "place": place,
+            "other": other,
+            "n": 12 + self._h(k, "n") % 469,
+        }
+
+        headline = capitalise(f"{subject} {predicate} {obj}")
+        summaries = self.vocab["summaries"]
+        summary = capitalise(summaries[self._h(k, "summary") % len(summaries)].format(**fill))
+
+        # Body: 4-6 paragraphs of 2-3 distinct sentences, drawn in a seeded order.
+        sentences = self.vocab["sentences"]
+        order = stable_order(len(sentences), self.seed, self.spec.key, k, "body")
+        body: list[str] = []
+        pos = 0
+        for p in range(4 + self._h(k, "paragraphs") % 3):
+            size = 2 + self._h(k, "paragraph", p) % 2
+            chosen = [sentences[i] for i in order[pos : pos + size]]
+            pos += size
+            body.append(" ".join(capitalise(s.format(**fill)) for s in chosen))
+
+        # Mostly one author, sometimes two.
+        names = self.vocab["authors"]
+        n_authors = 2 if self._h(k, "two-authors") % 5 == 0 else 1
+        authors = [names[i] for i in stable_order(len(names), self.seed, self.key, k, "authors")]
+        authors = authors[:n_authors]
+
+        sections = self.spec.sections
+        section = sections[self._h(k, "section") % len(sections)]
+        published = self.published_at(k)
+        updated_at = None
+        if self._h(k, "updated") % 2 == 0:
+            updated_at = published + timedelta(minutes=20 + self._h(k, "update-delay") % 161)
+
+        slug = slugify(headline)
+        local_day = published.astimezone(self.spec.tz).date()
+        path = _STORY_PATHS[self.spec.template](section, slug, k, local_day)
+        return Story(
+            k=k,
+            site=self.spec.key,
+            section=section,
+            slug=slug,
+            headline=headline,
+            summary=summary,
+            authors=authors,
+            published=published,
+            body=body,
+            path=path,
+            url=self.url(path),
+            updated_at=updated_at,
+        )
+
+    # -- pages -----------------------------------------------------------------------------------
+
+    def front_page(self, at: datetime) -> FrontPage:
+        """The homepage at `at`: a rotating lead among the 3 newest, then the next 8."""
+        k = self.latest_k(at)
+        window = (as_utc(at) - self.epoch) // self.rotation
+        # The lead is relative to the newest story, so a fresh story can displace it mid-window.
+        lead_k = k - self._h("lead", window) % 3
+        others = [self.story(j) for j in range(k, k - 9, -1) if j != lead_k]
+        pool = list(range(k - 9, k - 21, -1))
+        picks = stable_order(len(pool), self.seed, self.key, "most-read", window)[:5]
+        return FrontPage(
+            lead=self.story(lead_k),
+            others=others,
+            most_read=[self.story(pool[i]) for i in picks],
+        )
+
+    def story_for_path(self, path: str, at: datetime) -> Story | None:
+        """The story at this URL path, or None if it is not one or is not published yet."""
+        match = _STORY_PATH_RES[self.spec.template].match(path)
+        if match is None:
+            return None
+        story = self.story(int(match["k"]))
+        # The whole path must be canonical (slug, section, date), not just the number.
+        if story.path != path or story.published > as_utc(at):
+            return None
+        return story
+
+    def section_path(self, section: str) -> str:
+        return _SECTION_PATHS[self.spec.template].format(section=section)
+
+    def section_for_path(self, path: str) -> str | None:
+        for section in self.spec.sections:
+            if self.section_path(section) == path:
+                return section
+        return None
+
+    def section_stories(self, section: str, at: datetime, limit: int = 12) -> list[Story]:
+        recent = self.stories(at, LISTING_DEPTH)
+        return [s for s in recent if s.section == section][:limit]
+
+    def author_path(self, name: str) -> str | None:
+        fmt = _AUTHOR_PATHS.get(self.spec.template)
+        return fmt.format(slug=slugify(name)) if fmt else None
+
+    def author_for_path(self, path: str) -> str | None:
+        for name in self.vocab["authors"]:
+            if self.author_path(name) == path:
+                return name
+        return None
+
+    def author_stories(self, name: str, at: datetime, limit: int = 12) -> list[Story]:
+        recent = self.stories(at, LISTING_DEPTH)
+        return [s for s in recent if name in s.authors][:limit]
+
+    def url(self, path: str) -> str:
+        return f"{self.spec.origin}{path}"
+
+
+# --------------------------------------------------------------------------------------------
+# The whole newsroom
+
+
+class Newsroom:
+    """All sites of the simulated news web for one seed."""
+
+    def __init__(self, seed: int = 7, catalog_path: str | Path | None = None) -> None:
+        self.seed = seed
+        self.catalog_path = Path(catalog_path) if catalog_path else DEFAULT_CATALOG
+        catalog = yaml.safe_load(self.catalog_path.read_text(encoding="utf-8"))
+        self.vocab_path = self.catalog_path.parent / catalog.get("vocab", "vocab.yaml")
+        vocab = yaml.safe_load(self.vocab_path.read_text(encoding="utf-8"))
+        self.epoch = as_utc(datetime.fromisoformat(str(catalog["epoch"]).replace("Z", "+00:00")))
+        self.sites: list[SiteSpec] = [SiteSpec.from_dict(raw) for raw in catalog["sites"]]
+
+        self._worlds: dict[str, SiteWorld] = {}
+        self._by_host: dict[str, SiteWorld] = {}
+        for spec in self.sites:
+            if spec.key in self._worlds or spec.host in self._by_host:
+                raise ValueError(f"duplicate site key or host: {spec.key} / {spec.host}")
+            if spec.language not in vocab:
+                raise ValueError(f"site {spec.key}: no vocabulary for language {spec.language!r}")
+            world = SiteWorld(spec, seed, self.epoch, vocab[spec.language])
+            self._worlds[spec.key] = world
+            self._by_host[spec.host] = world
+
+    def __repr__(self) -> str:
+        return f"Newsroom(seed={self.seed}, sites={[s.key for s in self.sites]})"
+
+    def site(self, key: str) -> SiteWorld:
+        """The site with this key; KeyError if there is none."""
+        return self._worlds[key]
+
+    def site_for_host(self, host: str) -> SiteWorld | None:
+        """The site served at this host ('Harbor-Herald.test:80' works too); None if unknown."""
+        hostname = urlsplit(f"//{host.strip()}").hostname or ""
+        return self._by_host.get(hostname.rstrip(".").lower())
+
+    @cached_property
+    def revision(self) -> str:
+        """A short hash of everything that shapes content, so it changes when content changes."""
+        files = [self.catalog_path, self.vocab_path, PACKAGE_DIR / "world.py"]
+        files += [PACKAGE_DIR / "render.py", *sorted(TEMPLATES_DIR.rglob("*.html"))]
+        digest = hashlib.sha256()
+        for path in files:
+            if path.is_file():
+                digest.update(path.name.encode("utf-8") + b"\0" + path.read_bytes() + b"\0")
+        return digest.hexdigest()[:12]

@@ -1,0 +1,9 @@
+"""Where the project's files are, relative to the repository (not the working directory)."""
+
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+SITES_FILE = PROJECT_ROOT / "sites.yaml"
+AGENTS_DIR = PROJECT_ROOT / "agents"
+DATA_DIR = PROJECT_ROOT / "data"
+DAGSTER_HOME = PROJECT_ROOT / "dagster_home"

@@ -1,0 +1,27 @@
+"""Resources, chosen per deployment in one place (`RESOURCES`). The local default is the
+embedded world: the newsroom, system Chromium, a DuckDB file and a local artifact folder."""
+
+from newsbench_dagster.resources.artifacts import ArtifactStoreResource
+from newsbench_dagster.resources.browser import BrowserResource
+from newsbench_dagster.resources.newsroom import NewsroomResource
+from newsbench_dagster.resources.registry import AgentRegistryResource, SiteRegistryResource
+from newsbench_dagster.resources.warehouse import Warehouse
+
+RESOURCES_LOCAL = {
+    "io_manager": Warehouse(),
+    "newsroom": NewsroomResource(),
+    "browser": BrowserResource(),
+    "artifacts": ArtifactStoreResource(),
+    "sites": SiteRegistryResource(),
+    "agents": AgentRegistryResource(),
+}
+
+__all__ = [
+    "RESOURCES_LOCAL",
+    "ArtifactStoreResource",
+    "BrowserResource",
+    "NewsroomResource",
+    "AgentRegistryResource",
+    "SiteRegistryResource",
+    "Warehouse",
+]

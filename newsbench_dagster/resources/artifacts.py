@@ -1,0 +1,16 @@
+"""The artifact store: a local folder by default (object storage would slot in here)."""
+
+from __future__ import annotations
+
+from dagster import ConfigurableResource
+from pydantic import Field
+
+from newsbench_dagster.core.artifacts import LocalArtifactStore
+from newsbench_dagster.paths import DATA_DIR
+
+
+class ArtifactStoreResource(ConfigurableResource):
+    root: str = Field(default=str(DATA_DIR / "artifacts"))
+
+    def store(self) -> LocalArtifactStore:
+        return LocalArtifactStore(self.root)

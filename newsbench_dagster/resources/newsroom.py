@@ -1,0 +1,43 @@
+"""The world the pipeline evaluates in. Enabled (the embedded default), every `*.test` site
+is served by the newsroom on loopback, reached through it as a proxy; disabled, the pipeline
+talks to the real sites listed in sites.yaml directly."""
+
+from __future__ import annotations
+
+from dagster import ConfigurableResource, InitResourceContext
+from pydantic import PrivateAttr
+
+from newsbench_dagster.core.network import Routing
+
+
+class NewsroomResource(ConfigurableResource):
+    enabled: bool = True
+    port: int = 8411
+    seed: int = 7
+
+    _server: object | None = PrivateAttr(default=None)
+    _health: dict = PrivateAttr(default_factory=dict)
+
+    def setup_for_execution(self, context: InitResourceContext) -> None:
+        if self.enabled:
+            from newsbench_dagster.newsroom.server import ensure_newsroom
+
+            self._server, self._health = ensure_newsroom(self.port, self.seed)
+
+    def teardown_after_execution(self, context: InitResourceContext) -> None:
+        if self._server is not None:
+            self._server.stop()
+            self._server = None
+
+    def routing(self) -> Routing:
+        return Routing.via_proxy(f"http://127.0.0.1:{self.port}") if self.enabled else Routing()
+
+    def world(self) -> dict:
+        """Recorded in every run's environment manifest."""
+        if not self.enabled:
+            return {"kind": "live"}
+        return {
+            "kind": "newsroom",
+            "seed": self._health.get("seed", self.seed),
+            "revision": self._health.get("revision"),
+        }

@@ -1,0 +1,85 @@
+"""Shared fixtures: a real newsroom on an ephemeral loopback port, and real Chromium."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+
+import pytest
+
+from newsbench_dagster.core.browser import BrowserOptions
+from newsbench_dagster.core.network import Fetcher, RobotsRules, Routing
+from newsbench_dagster.core.sites import load_sites
+from newsbench_dagster.newsroom import Newsroom, NewsroomServer
+from newsbench_dagster.paths import SITES_FILE
+
+SEED = 7
+
+
+@pytest.fixture(scope="session")
+def newsroom_server():
+    server = NewsroomServer(Newsroom(seed=SEED)).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def newsroom(newsroom_server):
+    """The session's server with faults cleared before and after each test."""
+    newsroom_server.faults.clear()
+    yield newsroom_server
+    newsroom_server.faults.clear()
+
+
+@pytest.fixture(scope="session")
+def registry():
+    return load_sites(SITES_FILE)
+
+
+@pytest.fixture(scope="session")
+def routing(newsroom_server) -> Routing:
+    return Routing.via_proxy(newsroom_server.address)
+
+
+@pytest.fixture
+def fetcher(routing, registry):
+    with Fetcher(routing, registry.allowed_origins) as f:
+        yield f
+
+
+@pytest.fixture
+def robots(fetcher, registry) -> RobotsRules:
+    return RobotsRules.fetch(fetcher, registry.allowed_origins)
+
+
+@pytest.fixture(scope="session")
+def browser_options(routing) -> BrowserOptions:
+    return BrowserOptions(routing=routing)
+
+
+@pytest.fixture
+def today():
+    return datetime.now(UTC).date()
+
+
+async def _observe_urls(options: BrowserOptions, urls: list[str]) -> list[dict]:
+    from playwright.async_api import async_playwright
+
+    from newsbench_dagster.core.observation import observe
+
+    out = []
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(**options.launch_kwargs())
+        context = await browser.new_context(**options.context_kwargs())
+        page = await context.new_page()
+        for url in urls:
+            await page.goto(url, wait_until="domcontentloaded")
+            out.append(await observe(page))
+        await browser.close()
+    return out
+
+
+@pytest.fixture(scope="session")
+def observe_urls(browser_options):
+    """Real harness observations of pages, taken in real Chromium."""
+    return lambda urls: asyncio.run(_observe_urls(browser_options, urls))

@@ -1,0 +1,163 @@
+"""The oracle against real pages: it accepts the right answer and rejects wrong ones."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from newsbench_dagster.core.checkers import check
+from newsbench_dagster.core.text import fuzzy
+
+
+@pytest.fixture(scope="module")
+def harbor(newsroom_server):
+    return newsroom_server.newsroom.site("harbor")
+
+
+@pytest.fixture(scope="module")
+def home_and_lead(newsroom_server, harbor, observe_urls):
+    """Observations of the homepage and of its lead article, plus the ground truth lead."""
+    now = newsroom_server.now()
+    lead = harbor.front_page(now).lead
+    home, article = observe_urls([f"{harbor.spec.origin}/", harbor.url(lead.path)])
+    # The lead rotates on the clock; skip the rare test that straddles a rotation.
+    if harbor.front_page(newsroom_server.now()).lead.k != lead.k:
+        pytest.skip("lead rotated while observing")
+    return home, article, lead
+
+
+def test_top_headline_accepts_the_lead(home_and_lead, harbor):
+    home, article, lead = home_and_lead
+    v = check(
+        "find_top_headline",
+        {"headline": lead.headline, "url": harbor.url(lead.path)},
+        home,
+        article,
+    )
+    assert v.success, v.as_dict()
+    # Answering from the homepage alone (no click into the article) is also correct.
+    v = check(
+        "find_top_headline", {"headline": lead.headline, "url": harbor.url(lead.path)}, home, home
+    )
+    assert v.success, v.as_dict()
+
+
+def test_top_headline_rejects_another_story(home_and_lead, harbor, newsroom):
+    home, article, lead = home_and_lead
+    others = harbor.front_page(newsroom.now()).others
+    wrong = min(others, key=lambda s: fuzzy(s.headline, lead.headline))
+    v = check(
+        "find_top_headline", {"headline": wrong.headline, "url": harbor.url(wrong.path)}, home, home
+    )
+    assert not v.success
+    assert v.accuracy < 0.6
+    # The right headline with a link to another story is not the lead either.
+    v = check(
+        "find_top_headline", {"headline": lead.headline, "url": harbor.url(wrong.path)}, home, home
+    )
+    assert not v.success and v.reason == "link is not the lead story"
+
+
+def test_top_headline_rejects_empty_and_garbage(home_and_lead):
+    home, article, _ = home_and_lead
+    assert not check("find_top_headline", {}, home, article).success
+    assert not check("find_top_headline", "not a dict", home, article).success
+    assert not check("find_top_headline", {"headline": "Weather is nice"}, home, home).success
+
+
+def test_top_headline_tolerates_benign_drift(home_and_lead, harbor):
+    home, article, lead = home_and_lead
+    drifted = f"Opinion: {lead.headline.replace(' ', '  ')} | The Harbor Herald"
+    v = check(
+        "find_top_headline",
+        {"headline": drifted, "url": harbor.url(lead.path) + "?utm=x"},
+        home,
+        article,
+    )
+    assert v.success, v.as_dict()
+
+
+def test_top_headline_fails_closed_on_conflicting_page_signals(home_and_lead, harbor):
+    home, _, lead = home_and_lead
+    tampered = {**home, "headings": [dict(h) for h in home["headings"]]}
+    first_visible = next(h for h in tampered["headings"] if h["href"] and h["above_fold"])
+    first_visible["text"] = "Completely different story about something else entirely"
+    v = check(
+        "find_top_headline",
+        {"headline": lead.headline, "url": harbor.url(lead.path)},
+        tampered,
+        tampered,
+    )
+    assert not v.success and v.conflict
+
+
+@pytest.fixture(scope="module")
+def article_obs(newsroom_server, observe_urls):
+    site = newsroom_server.newsroom.site("rhein")
+    story = site.stories(newsroom_server.now(), limit=3)[1]
+    (obs,) = observe_urls([site.url(story.path)])
+    return obs, story, site
+
+
+def _truth(story, now):
+    return {
+        "headline": story.headline,
+        "authors": list(story.authors),
+        "published": story.published.isoformat(),
+        "modified": story.modified_at(now).isoformat(),
+    }
+
+
+def test_article_metadata_accepts_truth(article_obs, newsroom):
+    obs, story, _ = article_obs
+    v = check("extract_article_metadata", _truth(story, newsroom.now()), obs, obs)
+    assert v.success, v.as_dict()
+    assert v.accuracy == 1.0
+
+
+@pytest.mark.parametrize(
+    "field,value",
+    [
+        ("headline", "Something that was never written on this page"),
+        ("authors", ["The Daily Nobody"]),
+        ("authors", []),
+        ("published", "shift"),
+        ("published", None),
+    ],
+)
+def test_article_metadata_rejects_each_wrong_field(article_obs, newsroom, field, value):
+    obs, story, site = article_obs
+    answer = _truth(story, newsroom.now())
+    if value == "shift":
+        value = (story.published + timedelta(hours=3)).isoformat()
+    answer[field] = value
+    v = check("extract_article_metadata", answer, obs, obs)
+    assert not v.success, (field, v.as_dict())
+    assert 0 <= v.accuracy < 1
+
+
+def test_article_metadata_accepts_other_timezone(article_obs, newsroom):
+    obs, story, _ = article_obs
+    answer = _truth(story, newsroom.now())
+    answer["published"] = story.published.astimezone().strftime("%Y-%m-%d %H:%M:%S%z")
+    assert check("extract_article_metadata", answer, obs, obs).success
+
+
+def test_site_name_is_not_a_byline(article_obs, newsroom):
+    obs, story, site = article_obs
+    answer = _truth(story, newsroom.now()) | {"authors": [site.spec.name]}
+    v = check("extract_article_metadata", answer, obs, obs)
+    assert not v.success and not v.components["byline"].detail["plausible"]
+
+
+def test_article_metadata_fails_closed_when_byline_contradicts_metadata(article_obs, newsroom):
+    obs, story, _ = article_obs
+    tampered = {**obs, "bylines": ["Von Jemand Ganz Anderes"]}
+    v = check("extract_article_metadata", _truth(story, newsroom.now()), tampered, tampered)
+    assert not v.success and v.conflict
+
+
+def test_unknown_intent_is_not_a_pass(article_obs):
+    obs, _, _ = article_obs
+    assert not check("summarize_topic", {"summary": "x"}, obs, obs).success

@@ -1,0 +1,93 @@
+"""The producer against the newsroom: feeds polled politely, tasks schema-valid and stable."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from newsbench_dagster.core.errors import InvalidTask
+from newsbench_dagster.core.producer import make_tasks, poll_site
+from newsbench_dagster.core.tasks import task_id, validate_task, validation_errors
+
+
+@pytest.fixture
+def harbor_rows(registry, fetcher, today):
+    return poll_site(registry.get("harbor"), fetcher, None, today)
+
+
+def test_poll_reads_feed_sitemap_and_homepage(harbor_rows, newsroom):
+    kinds = {r.kind for r in harbor_rows if r.item_url}
+    assert kinds == {"rss", "sitemap", "homepage"}
+    truth = newsroom.newsroom.site("harbor").stories(newsroom.now(), limit=20)
+    rss = [r for r in harbor_rows if r.kind == "rss"]
+    assert [r.title for r in rss][:5] == [s.headline for s in truth][:5]
+    assert all(r.language == "en" and r.parse_error is None for r in harbor_rows)
+    home = [r for r in harbor_rows if r.kind == "homepage"]
+    # The homepage's first link under <main> is the lead, which need not be the newest item.
+    assert (
+        home[0].title == newsroom.newsroom.site("harbor").front_page(newsroom.now()).lead.headline
+    )
+
+
+def test_tasks_are_valid_and_deterministic(registry, harbor_rows, today):
+    site = registry.get("harbor")
+    tasks = make_tasks(site, today, harbor_rows)
+    again = make_tasks(site, today, list(reversed(harbor_rows)))
+    assert [t["id"] for t in tasks] == sorted(t["id"] for t in again) or sorted(
+        t["id"] for t in tasks
+    ) == sorted(t["id"] for t in again)
+    intents = [t["intent"] for t in tasks]
+    assert intents.count("find_top_headline") == 1
+    assert intents.count("extract_article_metadata") == 3
+    for t in tasks:
+        assert validation_errors(t) == []
+        assert t["id"] == task_id("harbor", today, t["intent"], t["entry_url"])
+        assert t["constraints"]["respect_robots"] is True
+        assert t["allowed_origins"] == ["http://harbor-herald.test"]
+        # Blind labels: the prompt never names a checker or a threshold.
+        assert "fuzzy" not in t["inputs"]["prompt"] and "og:" not in t["inputs"]["prompt"]
+
+
+def test_prompts_in_site_language(registry, fetcher, today):
+    rows = poll_site(registry.get("rhein"), fetcher, None, today)
+    tasks = make_tasks(registry.get("rhein"), today, rows)
+    assert any("Aufmacher" in t["inputs"]["prompt"] for t in tasks)
+
+
+def test_schema_rejects_unknown_and_bad_fields_with_their_path(registry, harbor_rows, today):
+    good = make_tasks(registry.get("harbor"), today, harbor_rows)[0]
+    bad = copy.deepcopy(good)
+    bad["constraints"]["max_stepz"] = 3
+    bad["constraints"]["respect_robots"] = False
+    bad["intent"] = "buy_a_car"
+    errors = validation_errors(bad)
+    assert any(e.startswith("$.constraints") and "max_stepz" in e for e in errors)
+    assert any(e.startswith("$.constraints.respect_robots") for e in errors)
+    assert any(e.startswith("$.intent") for e in errors)
+    with pytest.raises(InvalidTask, match=good["id"]):
+        validate_task(bad)
+    assert validation_errors("not a task")
+
+
+def test_malformed_and_empty_feeds_become_error_rows(registry, fetcher, newsroom, today):
+    site = registry.get("harbor")
+    newsroom.faults.set("harbor", "feed_malformed")
+    rows = poll_site(site, fetcher, None, today)
+    rss = [r for r in rows if r.kind == "rss"]
+    # Whatever feedparser salvages is kept, and every row says the feed was malformed.
+    assert rss and all("not a valid feed" in r.parse_error for r in rss)
+    assert len(rss) < 20
+    # The other sources still produce items and tasks.
+    assert make_tasks(site, today, rows)
+    newsroom.faults.set("harbor", "feed_empty")
+    rows = poll_site(site, fetcher, None, today)
+    assert [r.parse_error for r in rows if r.kind == "rss"] == ["empty document"]
+
+
+def test_site_down_yields_error_rows_and_no_tasks(registry, fetcher, newsroom, today):
+    newsroom.faults.set("lac", "down")
+    rows = poll_site(registry.get("lac"), fetcher, None, today)
+    assert rows and all(r.item_url is None for r in rows)
+    assert all(r.fetch_status == "refused" for r in rows)  # robots.txt unreachable: fetch nothing
+    assert make_tasks(registry.get("lac"), today, rows) == []
