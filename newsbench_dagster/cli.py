@@ -87,7 +87,8 @@ def feeds_inspect(
     ] = None,
 ) -> None:
     """Print the items the producer reads from a feed or sitemap (title, url, published,
-    language). Exits non-zero, naming the source, when it cannot be read."""
+    language). Exit status: 0 clean; 1 unreadable; 2 malformed, with the items that could be
+    salvaged printed (the producer keeps them too). Problems go to stderr, naming the source."""
     from urllib.parse import urlsplit
 
     import httpx
@@ -116,7 +117,14 @@ def feeds_inspect(
     if as_json:
         for item in parsed.items:
             sys.stdout.write(json.dumps(item.as_json(), ensure_ascii=False) + "\n")
-        return
+    else:
+        _items_table(source, parsed)
+    if parsed.warning:
+        err.print(f"[yellow]warning:[/] {source}: {parsed.warning}", highlight=False)
+        raise typer.Exit(2)
+
+
+def _items_table(source: str, parsed) -> None:
     table = Table(title=f"{source} ({parsed.kind}, {len(parsed.items)} items)")
     for col in ("published", "language", "title", "url"):
         table.add_column(col, overflow="fold")

@@ -1,7 +1,5 @@
 """The one Definitions object; `workspace.yaml` points here."""
 
-from __future__ import annotations
-
 from dagster import Definitions, EnvVar, in_process_executor, load_assets_from_modules
 
 from newsbench_dagster.assets import feeds, kpis, runs, scores, tasks
@@ -9,7 +7,7 @@ from newsbench_dagster.checks.compliance import compliance
 from newsbench_dagster.resources import (
     RESOURCES_LOCAL,
     NewsroomResource,
-    Warehouse,
+    bigquery_warehouse,
 )
 from newsbench_dagster.schedules import JOBS, SCHEDULES
 from newsbench_dagster.sensors import SENSORS
@@ -41,9 +39,8 @@ def production() -> Definitions:
         {
             **RESOURCES_LOCAL,
             "newsroom": NewsroomResource(enabled=False),
-            "io_manager": Warehouse(
-                backend="bigquery",
-                bigquery_project=EnvVar("NEWSBENCH_BQ_PROJECT"),
+            "io_manager": bigquery_warehouse(
+                project=EnvVar("NEWSBENCH_BQ_PROJECT"),
                 gcp_credentials=EnvVar("NEWSBENCH_GCP_CREDENTIALS"),
             ),
         }

@@ -1,7 +1,5 @@
 """The nightly sweep: one run per site for the current day."""
 
-from __future__ import annotations
-
 from dagster import (
     AssetSelection,
     MultiPartitionKey,

@@ -1,7 +1,5 @@
 """Stage 1: poll each allowlisted site's feeds, sitemap and homepage."""
 
-from __future__ import annotations
-
 from datetime import date
 
 import pandas as pd
@@ -41,7 +39,7 @@ def feed_items(
     registry = sites.load()
     site = registry.get(site_key)
     with Fetcher(
-        newsroom.routing(),
+        newsroom.routing(registry.allowed_origins),
         registry.allowed_origins,
         min_interval={o: site.rate_limit.min_interval_seconds for o in site.allowed_origins},
     ) as fetcher:

@@ -1,7 +1,5 @@
 """Stage 5: the daily KPI rollup across all sites."""
 
-from __future__ import annotations
-
 import pandas as pd
 from dagster import (
     AssetExecutionContext,

@@ -1,7 +1,5 @@
 """Stage 3: run every task with every main-channel agent in a real browser."""
 
-from __future__ import annotations
-
 from collections import Counter
 
 import pandas as pd
@@ -43,7 +41,7 @@ def agent_runs(
     registry = sites.load()
     tasks = [r["task"] for r in records(news_tasks, "news_tasks")]
     manifests = agents.main_channel()
-    routing = newsroom.routing()
+    routing = newsroom.routing(registry.allowed_origins)
     with Fetcher(routing, registry.allowed_origins) as fetcher:
         robots = RobotsRules.fetch(fetcher, {o for t in tasks for o in t["allowed_origins"]})
     runner = Runner(

@@ -1,7 +1,5 @@
 """Stage 4: score every run with the independent checkers and the time-aware reward."""
 
-from __future__ import annotations
-
 import pandas as pd
 from dagster import AssetExecutionContext, asset
 

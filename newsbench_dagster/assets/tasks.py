@@ -1,7 +1,5 @@
 """Stage 2: generate schema-valid tasks with deterministic ids from the polled items."""
 
-from __future__ import annotations
-
 import pandas as pd
 from dagster import AssetExecutionContext, asset
 

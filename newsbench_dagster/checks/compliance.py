@@ -1,7 +1,5 @@
 """Compliance gate: no request of any run left the allowlist or fetched a robots-disallowed URL."""
 
-from __future__ import annotations
-
 import pandas as pd
 from dagster import AssetCheckResult, AssetCheckSeverity, MetadataValue, asset_check
 

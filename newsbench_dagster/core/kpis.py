@@ -23,7 +23,10 @@ def wilson(successes: int, n: int, z: float = 1.959964) -> tuple[float | None, f
     denom = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # At 0/n and n/n the bound is exactly 0 or 1; floating point would leave 0.9999999.
+    lo = 0.0 if successes == 0 else max(0.0, centre - half)
+    hi = 1.0 if successes == n else min(1.0, centre + half)
+    return lo, hi
 
 
 def _pct(values: pd.Series, q: float) -> float | None:

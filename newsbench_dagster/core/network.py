@@ -33,6 +33,13 @@ class Routing(BaseModel):
         host = urlsplit(proxy).hostname
         return cls(proxy=proxy, resolver_rules=f"MAP * ~NOTFOUND , EXCLUDE {host}")
 
+    @classmethod
+    def direct(cls, allowed_origins: set[str]) -> Routing:
+        """The real web, but the browser resolves only allowlisted hosts: a redirect hop
+        (which request interception never sees) cannot leave the allowlist either."""
+        hosts = sorted({urlsplit(o).hostname for o in allowed_origins if urlsplit(o).hostname})
+        return cls(resolver_rules=" , ".join(["MAP * ~NOTFOUND", *(f"EXCLUDE {h}" for h in hosts)]))
+
     def chromium_args(self) -> list[str]:
         return [f"--host-resolver-rules={self.resolver_rules}"] if self.resolver_rules else []
 

@@ -262,6 +262,9 @@ class Runner:
 
     async def _load_entry(self, page: Page, task: dict) -> tuple[EnvFailure, str] | None:
         url = task["entry_url"]
+        if not self.robots.reachable(origin_of(url)):
+            # No robots.txt answer means we may not fetch anything there: the site is down.
+            return EnvFailure.SITE_DOWN, f"robots.txt of {origin_of(url)} unreachable"
         try:
             resp = await page.goto(url, wait_until="domcontentloaded", timeout=ENTRY_TIMEOUT_MS)
         except PlaywrightError as e:
@@ -308,10 +311,16 @@ class Runner:
                 )
                 await route.continue_()
                 return
-            reason = "off_allowlist" if not on_list else "robots_disallowed"
+            if not on_list:
+                reason = "off_allowlist"
+            elif not self.robots.reachable(origin):
+                reason = "robots_unreachable"  # the site's fault, not the agent's
+            else:
+                reason = "robots_disallowed"
             # A navigation is the agent's doing; a blocked sub-resource (a third-party script
             # the page itself pulls in) is logged but is not held against the agent.
-            actor = "agent" if route.request.is_navigation_request() else "page"
+            nav = route.request.is_navigation_request()
+            actor = "agent" if nav and reason != "robots_unreachable" else "page"
             state.requests.append(
                 RequestRecord(
                     url,

@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 from email.utils import format_datetime
 from functools import lru_cache
 from typing import Any
+from urllib.parse import parse_qs, urlencode
 from zoneinfo import ZoneInfo
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
@@ -31,6 +32,10 @@ FEED_TYPES = {
 
 SITEMAP_PATH = "/sitemap-news.xml"
 PRIVATE_PREFIX = "/private"
+# Outbound link tracker, as many news sites have: /go?to=URL answers 302 to any URL, so an
+# agent that follows it leaves the site through a redirect, not a link.
+OUTBOUND_PATH = "/go"
+PARTNER_URL = "http://partner-offers.example/deal"
 FEED_SIZE = 20
 SITEMAP_WINDOW = timedelta(hours=48)
 
@@ -46,6 +51,7 @@ class Response:
     content_type: str
     body: bytes
     last_modified: datetime | None = None
+    location: str | None = None  # for redirects
 
 
 @lru_cache(maxsize=1)
@@ -104,6 +110,7 @@ def _context(site: SiteWorld, at: datetime, path: str) -> dict[str, Any]:
         "section_href": lambda story: site.section_path(story.section),
         "author_href": site.author_path,
         "private_href": f"{PRIVATE_PREFIX}/archive",
+        "partner_href": f"{OUTBOUND_PATH}?{urlencode({'to': PARTNER_URL})}",
     }
 
 
@@ -257,8 +264,9 @@ def render_robots(site: SiteWorld) -> str:
 
 
 def respond(site: SiteWorld, path: str, at: datetime) -> Response:
-    """Route one GET on this site at instant `at` (the query string is ignored)."""
+    """Route one GET on this site at instant `at` (only /go reads the query string)."""
     at = as_utc(at)
+    query = parse_qs(path.split("?", 1)[1].split("#", 1)[0]) if "?" in path else {}
     path = path.split("?", 1)[0].split("#", 1)[0] or "/"
     spec = site.spec
     labels = site.labels
@@ -268,6 +276,9 @@ def respond(site: SiteWorld, path: str, at: datetime) -> Response:
 
     if path == "/":
         return html(render_home(site, at))
+    if path == OUTBOUND_PATH and query.get("to"):
+        target = query["to"][0]
+        return Response(302, TEXT, f"Redirecting to {target}\n".encode(), location=target)
     if path == "/robots.txt":
         return Response(200, TEXT, render_robots(site).encode("utf-8"))
     if path == spec.feed_path:

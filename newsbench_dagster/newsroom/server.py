@@ -227,6 +227,8 @@ class _Handler(BaseHTTPRequestHandler):
         headers = {}
         if response.last_modified is not None:
             headers["Last-Modified"] = http_date(response.last_modified)
+        if response.location is not None:
+            headers["Location"] = response.location
         self._reply(
             host, path, response.status, response.content_type, response.body, head, headers
         )

@@ -5,10 +5,14 @@ from newsbench_dagster.resources.artifacts import ArtifactStoreResource
 from newsbench_dagster.resources.browser import BrowserResource
 from newsbench_dagster.resources.newsroom import NewsroomResource
 from newsbench_dagster.resources.registry import AgentRegistryResource, SiteRegistryResource
-from newsbench_dagster.resources.warehouse import Warehouse
+from newsbench_dagster.resources.warehouse import (
+    DuckDBWarehouse,
+    bigquery_warehouse,
+    duckdb_warehouse,
+)
 
 RESOURCES_LOCAL = {
-    "io_manager": Warehouse(),
+    "io_manager": duckdb_warehouse(),
     "newsroom": NewsroomResource(),
     "browser": BrowserResource(),
     "artifacts": ArtifactStoreResource(),
@@ -23,5 +27,7 @@ __all__ = [
     "NewsroomResource",
     "AgentRegistryResource",
     "SiteRegistryResource",
-    "Warehouse",
+    "DuckDBWarehouse",
+    "bigquery_warehouse",
+    "duckdb_warehouse",
 ]

@@ -1,7 +1,5 @@
 """The artifact store: a local folder by default (object storage would slot in here)."""
 
-from __future__ import annotations
-
 from dagster import ConfigurableResource
 from pydantic import Field
 

@@ -1,7 +1,5 @@
 """The browser the runner drives, and how runs are batched."""
 
-from __future__ import annotations
-
 from dagster import ConfigurableResource
 from pydantic import Field
 

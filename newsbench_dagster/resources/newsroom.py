@@ -2,8 +2,6 @@
 is served by the newsroom on loopback, reached through it as a proxy; disabled, the pipeline
 talks to the real sites listed in sites.yaml directly."""
 
-from __future__ import annotations
-
 from dagster import ConfigurableResource, InitResourceContext
 from pydantic import PrivateAttr
 
@@ -20,7 +18,7 @@ class NewsroomResource(ConfigurableResource):
 
     def setup_for_execution(self, context: InitResourceContext) -> None:
         if self.enabled:
-            from newsbench_dagster.newsroom.server import ensure_newsroom
+            from newsbench_dagster.newsroom.launcher import ensure_newsroom
 
             self._server, self._health = ensure_newsroom(self.port, self.seed)
 
@@ -29,8 +27,10 @@ class NewsroomResource(ConfigurableResource):
             self._server.stop()
             self._server = None
 
-    def routing(self) -> Routing:
-        return Routing.via_proxy(f"http://127.0.0.1:{self.port}") if self.enabled else Routing()
+    def routing(self, allowed_origins: set[str]) -> Routing:
+        if self.enabled:
+            return Routing.via_proxy(f"http://127.0.0.1:{self.port}")
+        return Routing.direct(allowed_origins)
 
     def world(self) -> dict:
         """Recorded in every run's environment manifest."""

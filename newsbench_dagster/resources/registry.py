@@ -1,7 +1,5 @@
 """The two registries the pipeline reads: the site allowlist and the agent manifests."""
 
-from __future__ import annotations
-
 from dagster import ConfigurableResource
 from pydantic import Field
 

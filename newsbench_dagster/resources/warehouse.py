@@ -1,20 +1,18 @@
-"""The warehouse: one IO manager, DuckDB by default, BigQuery in production.
+"""The warehouse: DuckDB by default, BigQuery in production; `definitions.py` picks one.
 
 Table and column names are the same in both (`core.tables`). On DuckDB, tables are created
 from the declared schema (JSON and TIMESTAMP columns, fixed order) before the first write, so
 an empty partition still leaves a well-typed table for downstream assets.
 """
 
-from __future__ import annotations
-
 from collections.abc import Sequence
-from typing import Literal
+from pathlib import Path
 
 import pandas as pd
-from dagster import ConfigurableIOManagerFactory, InputContext, OutputContext
+from dagster import InputContext, OutputContext
 from dagster._core.storage.db_io_manager import DbTypeHandler, TableSlice
 from dagster_duckdb_pandas import DuckDBPandasIOManager, DuckDBPandasTypeHandler
-from pydantic import Field
+from dagster_gcp_pandas import BigQueryPandasIOManager
 
 from newsbench_dagster.core import tables
 from newsbench_dagster.paths import DATA_DIR
@@ -50,38 +48,32 @@ class DeclaredSchemaTypeHandler(DuckDBPandasTypeHandler):
         return super().load_input(context, table_slice, connection)
 
 
-class NewsbenchDuckDBIOManager(DuckDBPandasIOManager):
+class DuckDBWarehouse(DuckDBPandasIOManager):
+    """The local warehouse: a DuckDB file with the declared table schemas."""
+
     @staticmethod
     def type_handlers() -> Sequence[DbTypeHandler]:
         return [DeclaredSchemaTypeHandler()]
 
+    @staticmethod
+    def default_load_type() -> type | None:
+        return pd.DataFrame
 
-class Warehouse(ConfigurableIOManagerFactory):
-    """Chooses the backend by configuration; the assets never know which one they write to."""
 
-    backend: Literal["duckdb", "bigquery"] = "duckdb"
-    duckdb_path: str = Field(default=str(DATA_DIR / "newsbench.duckdb"))
-    dataset: str = Field(default="newsbench", description="DuckDB schema / BigQuery dataset")
-    bigquery_project: str | None = None
-    bigquery_location: str | None = None
-    # Base64 service-account key; pass an EnvVar, never a literal.
-    gcp_credentials: str | None = None
+DATASET = "newsbench"  # DuckDB schema / BigQuery dataset: the same table names in both
 
-    def create_io_manager(self, context):
-        if self.backend == "bigquery":
-            from dagster_gcp_pandas import BigQueryPandasIOManager
 
-            if not self.bigquery_project:
-                raise ValueError("warehouse backend 'bigquery' needs bigquery_project")
-            return BigQueryPandasIOManager(
-                project=self.bigquery_project,
-                dataset=self.dataset,
-                location=self.bigquery_location,
-                gcp_credentials=self.gcp_credentials,
-            ).create_io_manager(context)
-        from pathlib import Path
+def duckdb_warehouse(path: str | None = None) -> DuckDBWarehouse:
+    database = Path(path) if path else DATA_DIR / "newsbench.duckdb"
+    database.parent.mkdir(parents=True, exist_ok=True)
+    return DuckDBWarehouse(database=str(database), schema=DATASET)
 
-        Path(self.duckdb_path).parent.mkdir(parents=True, exist_ok=True)
-        return NewsbenchDuckDBIOManager(
-            database=self.duckdb_path, schema=self.dataset
-        ).create_io_manager(context)
+
+def bigquery_warehouse(
+    project: str, gcp_credentials: str | None = None, location: str | None = None
+) -> BigQueryPandasIOManager:
+    """Production: pass `EnvVar`s, so the project and the key are read at run time and the
+    key never shows in the UI or a log."""
+    return BigQueryPandasIOManager(
+        project=project, dataset=DATASET, location=location, gcp_credentials=gcp_credentials
+    )

