@@ -29,7 +29,8 @@ feeds_app = typer.Typer(
 app.add_typer(newsroom_app, name="newsroom")
 app.add_typer(feeds_app, name="feeds")
 
-console = Console()
+# Tables stay readable when piped (rich would wrap them at 80 columns).
+console = Console(width=None if sys.stdout.isatty() else 140)
 err = Console(stderr=True)
 DEFAULT_PORT = 8411
 
@@ -135,6 +136,16 @@ def _items_table(source: str, parsed) -> None:
 
 
 # -- the pipeline --------------------------------------------------------------------------
+def _quiet_dagster_warnings() -> None:
+    import warnings
+
+    from dagster import BetaWarning, PreviewWarning
+
+    # The APIs we rely on are marked beta/preview; say so once in the docs, not on every run.
+    warnings.filterwarnings("ignore", category=BetaWarning)
+    warnings.filterwarnings("ignore", category=PreviewWarning)
+
+
 def _instance():
     os.environ.setdefault("DAGSTER_HOME", str(DAGSTER_HOME))
     Path(os.environ["DAGSTER_HOME"]).mkdir(parents=True, exist_ok=True)
@@ -148,6 +159,7 @@ def _materialize(days: list[date], sites: list[str], port: int, *, with_kpis: bo
     them), then the KPI rollup per day. Returns whether every run succeeded."""
     from dagster import MultiPartitionKey
 
+    _quiet_dagster_warnings()
     from newsbench_dagster.definitions import defs
 
     instance = _instance()
@@ -155,8 +167,8 @@ def _materialize(days: list[date], sites: list[str], port: int, *, with_kpis: bo
         "loggers": {"console": {"config": {"log_level": "WARNING"}}},
         "resources": {"newsroom": {"config": {"port": port}}},
     }
-    site_job = defs.get_job_def("site_day_job")
-    kpi_job = defs.get_job_def("kpi_job")
+    site_job = defs.resolve_job_def("site_day_job")
+    kpi_job = defs.resolve_job_def("kpi_job")
     ok = True
     with Progress(
         TextColumn("{task.description}"),
@@ -207,32 +219,33 @@ def _print_kpis(day: date, database: Path) -> None:
                WHERE day = ? AND slice_kind = 'all' ORDER BY site = '*', site, agent_version""",
             [datetime(day.year, day.month, day.day)],
         ).fetchall()
-    table = Table(title=f"Newsbench KPIs for {day} (success: 95 % Wilson interval)")
+    table = Table(title=f"Newsbench KPIs for {day}")
     for col in (
         "site",
         "agent",
         "scored",
-        "success",
+        "success [95% CI]",
         "reward",
         "TTFC p50/p95 s",
-        "env failures",
-        "tasks run/gen",
+        "env fail",
+        "tasks",
     ):
-        table.add_column(col, justify="right" if col not in ("site", "agent") else "left")
+        right = col not in ("site", "agent")
+        table.add_column(col, justify="right" if right else "left", no_wrap=True)
 
     def f(v, fmt="{:.2f}"):
         return "-" if v is None else fmt.format(v)
 
     for site, agent, n, wins, rate, lo, hi, reward, p50, p95, envf, run, gen in rows:
         table.add_row(
-            site,
+            "all sites" if site == "*" else site,
             agent,
             str(n),
             f"{wins}/{n} = {f(rate)} [{f(lo)}, {f(hi)}]" if n else "-",
             f(reward, "{:.3f}"),
-            f"{f(p50, '{:.1f}')} / {f(p95, '{:.1f}')}",
+            f"{f(p50)} / {f(p95)}",
             str(envf),
-            f"{run}/{gen}",
+            f"{run} / {gen}",
         )
     console.print(table)
     if not rows:
@@ -264,7 +277,7 @@ def demo(
     )
     try:
         ok = _materialize([the_day], SITE_KEYS, port)
-        _print_kpis(the_day, DATA_DIR / "newsbench.duckdb")
+        _print_kpis(the_day, DATA_DIR / "warehouse.duckdb")
         err.print(f"done in {(datetime.now() - started).total_seconds():.1f}s")
         if not ok:
             raise typer.Exit(1)
@@ -310,7 +323,7 @@ def backfill(
         if server is not None:
             server.stop()
     for d in days:
-        _print_kpis(d, DATA_DIR / "newsbench.duckdb")
+        _print_kpis(d, DATA_DIR / "warehouse.duckdb")
     if not ok:
         raise typer.Exit(1)
 
@@ -320,7 +333,7 @@ def kpis(
     day: Annotated[str | None, typer.Option(help="Day (default: today, UTC).")] = None,
 ) -> None:
     """Print the KPI table of a day from the warehouse."""
-    _print_kpis(date.fromisoformat(day) if day else _today(), DATA_DIR / "newsbench.duckdb")
+    _print_kpis(date.fromisoformat(day) if day else _today(), DATA_DIR / "warehouse.duckdb")
 
 
 if __name__ == "__main__":

@@ -64,7 +64,7 @@ DATASET = "newsbench"  # DuckDB schema / BigQuery dataset: the same table names 
 
 
 def duckdb_warehouse(path: str | None = None) -> DuckDBWarehouse:
-    database = Path(path) if path else DATA_DIR / "newsbench.duckdb"
+    database = Path(path) if path else DATA_DIR / "warehouse.duckdb"
     database.parent.mkdir(parents=True, exist_ok=True)
     return DuckDBWarehouse(database=str(database), schema=DATASET)
 
