@@ -87,9 +87,12 @@ def feeds_inspect(
         ),
     ] = None,
 ) -> None:
-    """Print the items the producer reads from a feed or sitemap (title, url, published,
-    language). Exit status: 0 clean; 1 unreadable; 2 malformed, with the items that could be
-    salvaged printed (the producer keeps them too). Problems go to stderr, naming the source."""
+    """Print the items the producer reads from a feed or sitemap.
+
+    Each item: title, url, published, language. Exit status: 0 clean; 1 unreadable; 2
+    malformed, with the items that could be salvaged printed (the producer keeps them too).
+    Problems go to stderr, naming the source.
+    """
     from urllib.parse import urlsplit
 
     import httpx
@@ -263,8 +266,11 @@ def demo(
     day: Annotated[str | None, typer.Option(help="Day to evaluate (default: today, UTC).")] = None,
     port: Annotated[int, typer.Option(help="Newsroom port.")] = DEFAULT_PORT,
 ) -> None:
-    """The main job: start the newsroom, materialize the whole graph for every site for the
-    day, print the KPI table, then open the Dagster UI (unless --no-ui)."""
+    """Evaluate every site for a day, print the KPI table, open the Dagster UI.
+
+    Starts the newsroom, runs one Dagster run per site (feed -> tasks -> runs -> scores) and
+    the day's KPI rollup, prints the KPI table, then serves the UI unless --no-ui.
+    """
     from newsbench_dagster.newsroom.launcher import ensure_newsroom
     from newsbench_dagster.partitions import SITE_KEYS
 
@@ -303,9 +309,11 @@ def backfill(
     end: Annotated[str, typer.Option(help="Last day, YYYY-MM-DD (inclusive).")],
     port: Annotated[int, typer.Option(help="Newsroom port.")] = DEFAULT_PORT,
 ) -> None:
-    """Materialize the graph for some sites over a range of days, one run per partition,
-    then each day's KPIs. Live sites can only be read as they are now: a past day is
-    re-evaluated against the current pages and recorded under that day."""
+    """Evaluate sites over a range of days (one Dagster run per site and day).
+
+    Then each day's KPIs. Live sites can only be read as they are now: a past day is
+    re-evaluated against the current pages and recorded under that day.
+    """
     from newsbench_dagster.newsroom.launcher import ensure_newsroom
     from newsbench_dagster.partitions import SITE_KEYS
 

@@ -1,5 +1,6 @@
-"""Resources, chosen per deployment in one place (`RESOURCES`). The local default is the
-embedded world: the newsroom, system Chromium, a DuckDB file and a local artifact folder."""
+"""Resources. The local default is the embedded world: the newsroom, system Chromium, a DuckDB
+file and a local artifact folder; `definitions.production()` swaps the deployment-specific
+ones (newsroom off, BigQuery) in one place."""
 
 from newsbench_dagster.resources.artifacts import ArtifactStoreResource
 from newsbench_dagster.resources.browser import BrowserResource

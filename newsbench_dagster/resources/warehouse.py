@@ -59,14 +59,16 @@ class DuckDBWarehouse(DuckDBPandasIOManager):
     def default_load_type() -> type | None:
         return pd.DataFrame
 
+    def create_io_manager(self, context):
+        Path(self.database).parent.mkdir(parents=True, exist_ok=True)  # at run time, not import
+        return super().create_io_manager(context)
+
 
 DATASET = "newsbench"  # DuckDB schema / BigQuery dataset: the same table names in both
 
 
 def duckdb_warehouse(path: str | None = None) -> DuckDBWarehouse:
-    database = Path(path) if path else DATA_DIR / "warehouse.duckdb"
-    database.parent.mkdir(parents=True, exist_ok=True)
-    return DuckDBWarehouse(database=str(database), schema=DATASET)
+    return DuckDBWarehouse(database=str(path or DATA_DIR / "warehouse.duckdb"), schema=DATASET)
 
 
 def bigquery_warehouse(
