@@ -8,13 +8,14 @@ one broken feed must not stop the poll of a site.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from urllib.parse import urljoin, urlsplit
 
 import feedparser
-from dateutil import parser as dateparser
 from lxml import etree
 from lxml import html as lxml_html
+
+from newsbench_dagster.core.text import parse_time
 
 SITEMAP_NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
 NEWS_NS = "http://www.google.com/schemas/sitemap-news/0.9"
@@ -43,18 +44,6 @@ class ParsedFeed:
     language: str | None = None
     error: str | None = None  # nothing could be read
     warning: str | None = None  # items were salvaged from a document with this problem
-
-
-def _utc(value: str | None) -> datetime | None:
-    if not value:
-        return None
-    try:
-        dt = dateparser.parse(value)
-    except (ValueError, OverflowError):
-        return None
-    if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=UTC)  # feeds without an offset are read as UTC
-    return dt.astimezone(UTC)
 
 
 def sniff_kind(content: bytes) -> str:
@@ -104,7 +93,7 @@ def parse_feed(
             FeedItem(
                 title=(entry.get("title") or "").strip() or None,
                 url=urljoin(base_url, link) if link else None,
-                published=_utc(published),
+                published=parse_time(published),
                 language=entry.get("language") or language,
             )
         )
@@ -144,7 +133,7 @@ def parse_sitemap(content: bytes, base_url: str) -> ParsedFeed:
             FeedItem(
                 title=title.strip() if title else None,
                 url=urljoin(base_url, loc.strip()) if loc else None,
-                published=_utc(published),
+                published=parse_time(published),
                 language=language,
             )
         )
