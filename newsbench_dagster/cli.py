@@ -255,6 +255,40 @@ def _print_kpis(day: date, database: Path) -> None:
         err.print(f"no KPI rows for {day}")
 
 
+def _serve_ui() -> None:
+    """Run `dagster dev` until Ctrl-C or SIGTERM, then stop it and everything it started."""
+    import signal
+
+    env = {**os.environ, "DAGSTER_HOME": str(DAGSTER_HOME)}
+    # Its own process group, so shutting down reaches the webserver and daemon too.
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dagster", "dev", "-w", "workspace.yaml"],
+        cwd=PROJECT_ROOT,
+        env=env,
+        start_new_session=True,
+    )
+
+    def on_term(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, on_term)
+    try:
+        proc.wait()
+    except KeyboardInterrupt:
+        err.print("stopping the Dagster UI")
+        for sig, grace in ((signal.SIGTERM, 20), (signal.SIGKILL, 5)):
+            try:
+                os.killpg(proc.pid, sig)
+                proc.wait(timeout=grace)
+                break
+            except ProcessLookupError:
+                break
+            except subprocess.TimeoutExpired:
+                continue
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 @app.command()
 def demo(
     no_ui: Annotated[
@@ -290,13 +324,7 @@ def demo(
         if no_ui:
             return
         err.print("starting the Dagster UI on http://127.0.0.1:3000 (Ctrl-C to stop)")
-        env = {**os.environ, "DAGSTER_HOME": str(DAGSTER_HOME)}
-        subprocess.run(
-            [sys.executable, "-m", "dagster", "dev", "-w", "workspace.yaml"],
-            cwd=PROJECT_ROOT,
-            env=env,
-            check=False,
-        )
+        _serve_ui()
     finally:
         if server is not None:
             server.stop()

@@ -38,10 +38,15 @@ def ensure_newsroom(port: int, seed: int) -> tuple[NewsroomServer | None, dict]:
     for _ in range(2):
         doc = health(port)
         if doc is not None:
-            if doc.get("seed") != seed:
+            wanted = (seed, Newsroom(seed=seed).revision)
+            found = (doc.get("seed"), doc.get("revision"))
+            if found != wanted:
+                # Another seed, or a newsroom started from older code: it would serve a
+                # different world than the one ground truth and tests describe.
                 raise NewsroomUnavailable(
-                    f"a newsroom with seed {doc.get('seed')} already runs on port {port}; "
-                    f"wanted seed {seed} (stop it or choose another port)"
+                    f"the newsroom on port {port} has seed {found[0]}, revision {found[1]}; "
+                    f"wanted seed {wanted[0]}, revision {wanted[1]} "
+                    "(stop it or choose another port)"
                 )
             return None, doc
         try:
