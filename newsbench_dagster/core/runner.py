@@ -124,16 +124,17 @@ class Runner:
     # -- one run ----------------------------------------------------------------------------
     async def _run_one(self, pw, task: dict, agent: Agent, trial: int, day: date) -> dict:
         manifest = agent.manifest
-        tid = task.get("id", "<no id>") if isinstance(task, dict) else "<not an object>"
+        fields = task if isinstance(task, dict) else {}  # a malformed task is reported below
+        tid = fields.get("id") or "<no id>"
         run_id = run_id_for(tid, manifest.agent_version, trial)
         started_at = datetime.now(UTC)
         row: dict[str, Any] = {
             "run_id": run_id,
             "task_id": tid,
-            "site": task.get("site"),
+            "site": fields.get("site"),
             "day": day,
-            "intent": task.get("intent"),
-            "entry_url": task.get("entry_url"),
+            "intent": fields.get("intent"),
+            "entry_url": fields.get("entry_url"),
             "agent_name": manifest.name,
             "agent_version": manifest.agent_version,
             "trial": trial,
