@@ -89,6 +89,11 @@ def main() -> None:
     ap.add_argument("--tasks", type=int, default=24)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--concurrency", type=int, default=1)
+    ap.add_argument(
+        "--no-screenshot",
+        action="store_true",
+        help="harness without its final screenshot, to see what that costs",
+    )
     args = ap.parse_args()
 
     with NewsroomServer(Newsroom(seed=7), clock=FixedClock(FROZEN_AT)) as server:
@@ -105,7 +110,9 @@ def main() -> None:
                     options=options,
                     robots=robots,
                     store=LocalArtifactStore(tmp),
-                    settings=RunSettings(concurrency=args.concurrency),
+                    settings=RunSettings(
+                        concurrency=args.concurrency, screenshot=not args.no_screenshot
+                    ),
                 )
                 order = [
                     ("harness", partial(asyncio.run, runner.run(tasks, FROZEN_AT.date()))),
@@ -132,6 +139,7 @@ def main() -> None:
             {
                 "tasks": len(tasks),
                 "rounds": args.rounds,
+                "screenshot": not args.no_screenshot,
                 "concurrency": args.concurrency,
                 "harness_median_s": round(h, 3),
                 "bare_median_s": round(b, 3),
