@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from contextlib import contextmanager
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Annotated
@@ -15,7 +16,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from newsbench_dagster.paths import DAGSTER_HOME, DATA_DIR, PROJECT_ROOT
+from newsbench_dagster.newsroom.world import DEFAULT_SEED
+from newsbench_dagster.paths import DAGSTER_HOME, PROJECT_ROOT, WAREHOUSE_FILE
 
 app = typer.Typer(
     help="Newsbench: continuous evaluation of browser agents on news sites.",
@@ -48,7 +50,7 @@ def _fail(message: str, code: int = 1) -> None:
 @newsroom_app.command("serve")
 def newsroom_serve(
     port: Annotated[int, typer.Option(help="Loopback port (the proxy address).")] = DEFAULT_PORT,
-    seed: Annotated[int, typer.Option(help="World seed: content is a function of it.")] = 7,
+    seed: Annotated[int, typer.Option(help="World seed (content depends on it).")] = DEFAULT_SEED,
     at: Annotated[str | None, typer.Option(help="Freeze the clock at this ISO instant.")] = None,
 ) -> None:
     """Serve the newsroom in the foreground until Ctrl-C."""
@@ -208,7 +210,7 @@ def _materialize(days: list[date], sites: list[str], port: int, *, with_kpis: bo
     return ok
 
 
-def _print_kpis(day: date, database: Path) -> None:
+def _print_kpis(day: date, database: Path = WAREHOUSE_FILE) -> None:
     import duckdb
 
     if not database.exists():
@@ -253,6 +255,23 @@ def _print_kpis(day: date, database: Path) -> None:
     console.print(table)
     if not rows:
         err.print(f"no KPI rows for {day}")
+
+
+@contextmanager
+def _running_newsroom(port: int):
+    """The newsroom for the duration of a command: reused if one runs, else started here."""
+    from newsbench_dagster.newsroom.launcher import ensure_newsroom
+
+    server, health = ensure_newsroom(port, DEFAULT_SEED)
+    err.print(
+        f"newsroom {'started' if server else 'already running'} on 127.0.0.1:{port} "
+        f"(revision {health.get('revision')})"
+    )
+    try:
+        yield
+    finally:
+        if server is not None:
+            server.stop()
 
 
 def _serve_ui() -> None:
@@ -305,29 +324,19 @@ def demo(
     Starts the newsroom, runs one Dagster run per site (feed -> tasks -> runs -> scores) and
     the day's KPI rollup, prints the KPI table, then serves the UI unless --no-ui.
     """
-    from newsbench_dagster.newsroom.launcher import ensure_newsroom
     from newsbench_dagster.partitions import SITE_KEYS
 
     the_day = date.fromisoformat(day) if day else _today()
     started = datetime.now()
-    server, health = ensure_newsroom(port, seed=7)
-    err.print(
-        f"newsroom {'started' if server else 'already running'} on 127.0.0.1:{port} "
-        f"(revision {health.get('revision')})"
-    )
-    try:
+    with _running_newsroom(port):
         ok = _materialize([the_day], SITE_KEYS, port)
-        _print_kpis(the_day, DATA_DIR / "warehouse.duckdb")
+        _print_kpis(the_day)
         err.print(f"done in {(datetime.now() - started).total_seconds():.1f}s")
         if not ok:
             raise typer.Exit(1)
-        if no_ui:
-            return
-        err.print("starting the Dagster UI on http://127.0.0.1:3000 (Ctrl-C to stop)")
-        _serve_ui()
-    finally:
-        if server is not None:
-            server.stop()
+        if not no_ui:
+            err.print("starting the Dagster UI on http://127.0.0.1:3000 (Ctrl-C to stop)")
+            _serve_ui()
 
 
 @app.command()
@@ -342,7 +351,6 @@ def backfill(
     Then each day's KPIs. Live sites can only be read as they are now: a past day is
     re-evaluated against the current pages and recorded under that day.
     """
-    from newsbench_dagster.newsroom.launcher import ensure_newsroom
     from newsbench_dagster.partitions import SITE_KEYS
 
     unknown = [s for s in site if s not in SITE_KEYS]
@@ -352,14 +360,10 @@ def backfill(
     if last < first:
         _fail(f"--end {end} is before --start {start}")
     days = [first + timedelta(days=i) for i in range((last - first).days + 1)]
-    server, _ = ensure_newsroom(port, seed=7)
-    try:
+    with _running_newsroom(port):
         ok = _materialize(days, site, port)
-    finally:
-        if server is not None:
-            server.stop()
     for d in days:
-        _print_kpis(d, DATA_DIR / "warehouse.duckdb")
+        _print_kpis(d)
     if not ok:
         raise typer.Exit(1)
 
@@ -369,7 +373,7 @@ def kpis(
     day: Annotated[str | None, typer.Option(help="Day (default: today, UTC).")] = None,
 ) -> None:
     """Print the KPI table of a day from the warehouse."""
-    _print_kpis(date.fromisoformat(day) if day else _today(), DATA_DIR / "warehouse.duckdb")
+    _print_kpis(date.fromisoformat(day) if day else _today())
 
 
 if __name__ == "__main__":

@@ -6,4 +6,5 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]
 SITES_FILE = PROJECT_ROOT / "sites.yaml"
 AGENTS_DIR = PROJECT_ROOT / "agents"
 DATA_DIR = PROJECT_ROOT / "data"
+WAREHOUSE_FILE = DATA_DIR / "warehouse.duckdb"
 DAGSTER_HOME = PROJECT_ROOT / "dagster_home"

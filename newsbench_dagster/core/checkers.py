@@ -12,6 +12,8 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
 
+from rapidfuzz import fuzz
+
 from newsbench_dagster.core.page_metadata import article_nodes, node_types, person_names
 from newsbench_dagster.core.text import entity_overlap, fuzzy, normalize_text, parse_time, within
 
@@ -235,8 +237,6 @@ def _plausible_byline(name: str, site_names: tuple[str, ...]) -> bool:
 
 def _author_match(name: str, truth: list[str]) -> float:
     # Bylines carry words like "By"/"Von"/"Par": token-set compares the name inside them.
-    from rapidfuzz import fuzz
-
     n = normalize_text(name).lower()
     return max(
         (fuzz.token_set_ratio(n, normalize_text(t).lower()) / 100 for t in truth), default=0.0

@@ -7,14 +7,14 @@ import time
 from datetime import datetime
 
 from .server import NewsroomServer
-from .world import FixedClock, Newsroom, as_utc
+from .world import DEFAULT_SEED, FixedClock, Newsroom, as_utc
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m newsbench_dagster.newsroom")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default loopback)")
     parser.add_argument("--port", type=int, default=8411)
-    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
     parser.add_argument("--at", help="freeze the clock at this ISO instant (naive = UTC)")
     args = parser.parse_args(argv)
 

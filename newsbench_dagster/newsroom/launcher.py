@@ -35,10 +35,11 @@ def health(port: int, timeout: float = 2.0) -> dict | None:
 
 def ensure_newsroom(port: int, seed: int) -> tuple[NewsroomServer | None, dict]:
     """Return (server we started or None if one was already running, its health document)."""
+    newsroom = Newsroom(seed=seed)
     for _ in range(2):
         doc = health(port)
         if doc is not None:
-            wanted = (seed, Newsroom(seed=seed).revision)
+            wanted = (seed, newsroom.revision)
             found = (doc.get("seed"), doc.get("revision"))
             if found != wanted:
                 # Another seed, or a newsroom started from older code: it would serve a
@@ -50,7 +51,7 @@ def ensure_newsroom(port: int, seed: int) -> tuple[NewsroomServer | None, dict]:
                 )
             return None, doc
         try:
-            server = NewsroomServer(Newsroom(seed=seed), port=port).start()
+            server = NewsroomServer(newsroom, port=port).start()
         except OSError as e:
             if e.errno != errno.EADDRINUSE:
                 raise

@@ -408,10 +408,13 @@ class SiteWorld:
 # The whole newsroom
 
 
+DEFAULT_SEED = 7  # the world every default run and every test sees
+
+
 class Newsroom:
     """All sites of the simulated news web for one seed."""
 
-    def __init__(self, seed: int = 7, catalog_path: str | Path | None = None) -> None:
+    def __init__(self, seed: int = DEFAULT_SEED, catalog_path: str | Path | None = None) -> None:
         self.seed = seed
         self.catalog_path = Path(catalog_path) if catalog_path else DEFAULT_CATALOG
         catalog = yaml.safe_load(self.catalog_path.read_text(encoding="utf-8"))

@@ -6,12 +6,13 @@ from dagster import ConfigurableResource, InitResourceContext
 from pydantic import PrivateAttr
 
 from newsbench_dagster.core.network import Routing
+from newsbench_dagster.newsroom.world import DEFAULT_SEED
 
 
 class NewsroomResource(ConfigurableResource):
     enabled: bool = True
     port: int = 8411
-    seed: int = 7
+    seed: int = DEFAULT_SEED
 
     _server: object | None = PrivateAttr(default=None)
     _health: dict = PrivateAttr(default_factory=dict)

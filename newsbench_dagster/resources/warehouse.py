@@ -15,7 +15,7 @@ from dagster_duckdb_pandas import DuckDBPandasIOManager, DuckDBPandasTypeHandler
 from dagster_gcp_pandas import BigQueryPandasIOManager
 
 from newsbench_dagster.core import tables
-from newsbench_dagster.paths import DATA_DIR
+from newsbench_dagster.paths import WAREHOUSE_FILE
 
 
 class DeclaredSchemaTypeHandler(DuckDBPandasTypeHandler):
@@ -68,7 +68,7 @@ DATASET = "newsbench"  # DuckDB schema / BigQuery dataset: the same table names 
 
 
 def duckdb_warehouse(path: str | None = None) -> DuckDBWarehouse:
-    return DuckDBWarehouse(database=str(path or DATA_DIR / "warehouse.duckdb"), schema=DATASET)
+    return DuckDBWarehouse(database=str(path or WAREHOUSE_FILE), schema=DATASET)
 
 
 def bigquery_warehouse(
