@@ -8,18 +8,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from email.utils import format_datetime
 from functools import lru_cache
 from typing import Any
-from urllib.parse import parse_qs, urlencode
+from urllib.parse import urlencode
 from zoneinfo import ZoneInfo
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from lxml import etree
 from markupsafe import Markup
 
+from . import forms
+from .exchange import Request, Response
+from .state import NewsroomState
 from .world import TEMPLATES_DIR, SiteWorld, Story, as_utc
 
 HTML = "text/html; charset=utf-8"
@@ -43,15 +45,6 @@ NS_DC = "http://purl.org/dc/elements/1.1/"
 NS_ATOM = "http://www.w3.org/2005/Atom"
 NS_SITEMAP = "http://www.sitemaps.org/schemas/sitemap/0.9"
 NS_NEWS = "http://www.google.com/schemas/sitemap-news/0.9"
-
-
-@dataclass(frozen=True)
-class Response:
-    status: int
-    content_type: str
-    body: bytes
-    last_modified: datetime | None = None
-    location: str | None = None  # for redirects
 
 
 @lru_cache(maxsize=1)
@@ -94,9 +87,17 @@ def rfc822(at: datetime, tz: ZoneInfo) -> str:
     return format_datetime(at.astimezone(tz))
 
 
-def _context(site: SiteWorld, at: datetime, path: str) -> dict[str, Any]:
+def _context(
+    site: SiteWorld,
+    at: datetime,
+    path: str,
+    request: Request | None = None,
+    state: NewsroomState | None = None,
+) -> dict[str, Any]:
     spec = site.spec
     return {
+        "base": f"{spec.template}/base.html",
+        "request": request or Request.build(path),
         "site": spec,
         "L": site.labels,
         "t": Times(spec.tz, site.labels),
@@ -263,11 +264,49 @@ def render_robots(site: SiteWorld) -> str:
     )
 
 
-def respond(site: SiteWorld, path: str, at: datetime) -> Response:
-    """Route one GET on this site at instant `at` (only /go reads the query string)."""
+def page(
+    site: SiteWorld,
+    at: datetime,
+    request: Request,
+    state: NewsroomState | None,
+    template: str,
+    *,
+    status: int = 200,
+    headers: tuple[tuple[str, str], ...] = (),
+    **extra: Any,
+) -> Response:
+    """Render a shared page template (e.g. "pages/newsletter.html") inside the site's own chrome.
+
+    Such templates start with {% extends base %}: `base` is the family's base.html, so every
+    page gets the site's masthead, consent modal, banners and footer.
+    """
+    ctx = _context(site, at, request.path, request, state)
+    ctx.update(extra)
+    text = _env().get_template(template).render(**ctx)
+    return Response(status, HTML, text.encode("utf-8"), headers=headers)
+
+
+def respond(
+    site: SiteWorld,
+    request: Request | str,
+    at: datetime,
+    state: NewsroomState | None = None,
+) -> Response:
+    """Route one request on this site at instant `at`. A str is a GET of that target."""
     at = as_utc(at)
-    query = parse_qs(path.split("?", 1)[1].split("#", 1)[0]) if "?" in path else {}
-    path = path.split("?", 1)[0].split("#", 1)[0] or "/"
+    if isinstance(request, str):
+        request = Request.build(request)
+    if (handled := forms.handle(site, request, at, state)) is not None:
+        return handled
+    if request.method not in ("GET", "HEAD"):
+        return Response(405, TEXT, b"method not allowed\n", headers=(("Allow", "GET, HEAD"),))
+    return _content(site, request, at, state)
+
+
+def _content(
+    site: SiteWorld, request: Request, at: datetime, state: NewsroomState | None
+) -> Response:
+    path = request.path
     spec = site.spec
     labels = site.labels
 
@@ -276,8 +315,8 @@ def respond(site: SiteWorld, path: str, at: datetime) -> Response:
 
     if path == "/":
         return html(render_home(site, at))
-    if path == OUTBOUND_PATH and query.get("to"):
-        target = query["to"][0]
+    if path == OUTBOUND_PATH and request.arg("to"):
+        target = request.arg("to") or ""
         return Response(302, TEXT, f"Redirecting to {target}\n".encode(), location=target)
     if path == "/robots.txt":
         return Response(200, TEXT, render_robots(site).encode("utf-8"))

@@ -26,10 +26,13 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from . import render
+from .exchange import MAX_BODY, Request
+from .state import NewsroomState
 from .world import Newsroom, as_utc, utc_now
 
 CONTROL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
-HEALTH_PATH = "/__newsroom/health"
+CONTROL_PREFIX = "/__newsroom"
+HEALTH_PATH = f"{CONTROL_PREFIX}/health"
 FAULT_KINDS = frozenset({"down", "feed_malformed", "feed_empty", "slow"})
 SLOW_DELAY_SECONDS = 2.0
 REQUEST_LOG_SIZE = 1000
@@ -166,10 +169,17 @@ class _Handler(BaseHTTPRequestHandler):
         self._handle(head=True)
 
     def do_POST(self) -> None:
-        self._not_allowed()
+        self._handle(head=False)
 
     def do_CONNECT(self) -> None:
-        # No TLS interception: the simulated web is plain HTTP only.
+        # No TLS interception: the simulated web is plain HTTP only. A tunnel to anywhere
+        # is still a navigation attempt, and off the allowlist it is a sink.
+        self._now = now = as_utc(self.server.owner.clock())
+        host, path = self._target()
+        owner = self.server.owner
+        site = owner.newsroom.site_for_host(host)
+        request = Request.build("/", "CONNECT", dict(self.headers.items()))
+        owner.state.inspect(request, host, site.key if site else None, now)
         self._not_allowed()
 
     def _not_allowed(self) -> None:
@@ -183,20 +193,41 @@ class _Handler(BaseHTTPRequestHandler):
             render.TEXT,
             b"newsroom: method not allowed\n",
             head=False,
-            headers={"Allow": "GET, HEAD"},
+            headers={"Allow": "GET, HEAD, POST"},
         )
+
+    def _read_body(self) -> bytes | None:
+        """The request body, or None (after answering) when it is too large or unreadable."""
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            length = -1
+        if length < 0 or length > MAX_BODY:
+            self.close_connection = True
+            host, path = self._target()
+            self._reply(host, path, 413, render.TEXT, b"newsroom: body too large\n", False)
+            return None
+        return self.rfile.read(length) if length else b""
 
     def _handle(self, head: bool) -> None:
         owner = self.server.owner
         self._now = now = as_utc(owner.clock())
         host, path = self._target()
+        body = b""
+        if self.command == "POST":
+            read = self._read_body()
+            if read is None:
+                return
+            body = read
         if not host:
             self._reply(host, path, 400, render.TEXT, b"newsroom: no host\n", head)
             return
         if host in CONTROL_HOSTS:
-            self._control(host, path, head)
+            self._control(host, path, head, body)
             return
+        request = Request.build(path, self.command, dict(self.headers.items()), body)
         site = owner.newsroom.site_for_host(host)
+        owner.state.inspect(request, host, site.key if site else None, now)
         if site is None:
             body = f"newsroom: unknown host {host}\n".encode()
             self._reply(host, path, 502, render.TEXT, body, head)
@@ -212,41 +243,36 @@ class _Handler(BaseHTTPRequestHandler):
             time.sleep(SLOW_DELAY_SECONDS)
 
         try:
-            response = render.respond(site, path, now)
+            response = render.respond(site, request, now, owner.state)
         except Exception:
             # A bug in content code: answer 500, then re-raise so handle_error prints the
             # traceback and drops this connection; the server keeps serving.
             self.close_connection = True
             self._reply(host, path, 500, render.TEXT, b"newsroom: internal error\n", head)
             raise
-        if path.split("?", 1)[0] == site.spec.feed_path and response.status == 200:
+        if request.path == site.spec.feed_path and response.status == 200:
             if fault == "feed_malformed":
                 response = replace(response, body=_truncate_xml(response.body))
             elif fault == "feed_empty":
                 response = replace(response, body=b"")
-        headers = {}
+        if response.delay:
+            time.sleep(response.delay)
+        headers: list[tuple[str, str]] = []
         if response.last_modified is not None:
-            headers["Last-Modified"] = http_date(response.last_modified)
+            headers.append(("Last-Modified", http_date(response.last_modified)))
         if response.location is not None:
-            headers["Location"] = response.location
+            headers.append(("Location", response.location))
+        headers.extend(response.headers)
         self._reply(
             host, path, response.status, response.content_type, response.body, head, headers
         )
 
-    def _control(self, host: str, path: str, head: bool) -> None:
+    def _control(self, host: str, path: str, head: bool, body: bytes = b"") -> None:
         owner = self.server.owner
-        if path.split("?", 1)[0] != HEALTH_PATH:
-            self._reply(host, path, 404, render.TEXT, b"newsroom: not found\n", head)
-            return
-        newsroom = owner.newsroom
-        health = {
-            "newsroom": True,
-            "seed": newsroom.seed,
-            "revision": newsroom.revision,
-            "sites": {spec.key: spec.host for spec in newsroom.sites},
-        }
-        body = json.dumps(health).encode("utf-8")
-        self._reply(host, path, 200, "application/json; charset=utf-8", body, head)
+        request = Request.build(path, self.command, dict(self.headers.items()), body)
+        status, doc = control(owner, request)
+        data = json.dumps(doc, ensure_ascii=False, default=str).encode("utf-8")
+        self._reply(host, path, status, "application/json; charset=utf-8", data, head)
 
     def _reply(
         self,
@@ -256,13 +282,14 @@ class _Handler(BaseHTTPRequestHandler):
         content_type: str,
         body: bytes,
         head: bool,
-        headers: dict[str, str] | None = None,
+        headers: dict[str, str] | list[tuple[str, str]] | None = None,
     ) -> None:
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Cache-Control", "no-cache")
-        for name, value in (headers or {}).items():
+        pairs = headers.items() if isinstance(headers, dict) else headers or []
+        for name, value in pairs:
             self.send_header(name, value)
         if self.close_connection:
             self.send_header("Connection", "close")
@@ -285,8 +312,12 @@ class NewsroomServer:
         host: str = "127.0.0.1",
         port: int = 0,
         clock: Clock | None = None,
+        expose_truth: bool = False,
     ) -> None:
         self.newsroom = newsroom
+        # Ground truth over HTTP is for tests and benchmarks only; checkers never see it.
+        self.expose_truth = expose_truth
+        self.state = NewsroomState(newsroom.seed, (spec.key for spec in newsroom.sites))
         self.host = host
         self._port = port
         self.clock: Clock = clock or utc_now
@@ -364,3 +395,44 @@ class NewsroomServer:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+def control(owner: NewsroomServer, request: Request) -> tuple[int, Any]:
+    """The loopback-only control API: health, per-run event log and reset, test-only truth.
+
+    GET  /__newsroom/health
+    GET  /__newsroom/events?scope=run:ID[&kind=K]   the append-only log (all scopes if none)
+    POST /__newsroom/reset?scope=run:ID              restore that scope's state
+    GET  /__newsroom/truth?site=KEY[&at=ISO]         only with expose_truth=True
+    """
+    newsroom = owner.newsroom
+    path = request.path
+    if path == HEALTH_PATH:
+        return 200, {
+            "newsroom": True,
+            "seed": newsroom.seed,
+            "revision": newsroom.revision,
+            "sites": {spec.key: spec.host for spec in newsroom.sites},
+            "truth": owner.expose_truth,
+        }
+    if path == f"{CONTROL_PREFIX}/events" and request.method in ("GET", "HEAD"):
+        events = owner.state.events(request.arg("scope"), request.arg("kind"), request.arg("site"))
+        return 200, {"events": [e.as_dict() for e in events]}
+    if path == f"{CONTROL_PREFIX}/reset":
+        scope = request.arg("scope")
+        if request.method != "POST" or not scope:
+            return 400, {"error": "POST /__newsroom/reset?scope=SCOPE"}
+        return 200, {"reset": owner.state.reset(scope, owner.now()).as_dict()}
+    if path == f"{CONTROL_PREFIX}/truth":
+        if not owner.expose_truth:
+            return 404, {"error": "truth is off; start the server with expose_truth=True"}
+        key = request.arg("site") or ""
+        if key not in {spec.key for spec in newsroom.sites}:
+            return 400, {"error": f"unknown site {key!r}"}
+        raw_at = request.arg("at")
+        try:
+            at = as_utc(datetime.fromisoformat(raw_at)) if raw_at else owner.now()
+        except ValueError:
+            return 400, {"error": f"bad instant {raw_at!r}; expected ISO 8601"}
+        return 200, newsroom.truth(key, at).as_dict()
+    return 404, {"error": f"no control endpoint {path}"}

@@ -308,11 +308,8 @@ def test_health_and_request_log(server: NewsroomServer, newsroom: Newsroom) -> N
             "newsroom": True,
             "seed": 7,
             "revision": newsroom.revision,
-            "sites": {
-                "harbor": "harbor-herald.test",
-                "rhein": "rheinblatt.test",
-                "lac": "lac-matin.test",
-            },
+            "sites": {spec.key: spec.host for spec in newsroom.sites},
+            "truth": False,
         }
     last = server.requests[-1]
     assert (last["method"], last["host"], last["path"], last["status"]) == (
