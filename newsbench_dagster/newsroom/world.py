@@ -15,11 +15,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo
 
 import yaml
+
+if TYPE_CHECKING:
+    from .truth import SiteTruth
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 DEFAULT_CATALOG = PACKAGE_DIR / "catalog.yaml"
@@ -101,6 +104,18 @@ def capitalise(text: str) -> str:
 # Catalog
 
 
+QUIRKS = ("missing_jsonld", "og_site_prefix", "og_differs", "byline_is_site", "malformed_jsonld")
+REGIONS = ("eu", "us", "ca", "uk", "other")
+
+
+@dataclass(frozen=True)
+class Drift:
+    """A redesign: from local date `on`, the site serves its family's template `version`."""
+
+    on: date
+    version: int
+
+
 @dataclass(frozen=True)
 class SiteSpec:
     key: str
@@ -117,6 +132,16 @@ class SiteSpec:
     tagline: str = ""
     # Display names for sections whose slug is not simply title-cased (accents etc.).
     section_labels: Mapping[str, str] = field(default_factory=dict, hash=False)
+    region: str = "us"
+    crawl_delay: int = 1
+    paywall_share: float = 0.0
+    free_articles: int = 1
+    adversarial: bool = False
+    amp: bool = False
+    short_links: bool = False
+    liveblog_hours: tuple[int, int] = (6, 23)
+    quirks: Mapping[str, float] = field(default_factory=dict, hash=False)
+    drifts: tuple[Drift, ...] = ()
 
     @property
     def origin(self) -> str:
@@ -129,22 +154,61 @@ class SiteSpec:
     def section_label(self, section: str) -> str:
         return self.section_labels.get(section, section.title())
 
+    def version_on(self, day: date) -> int:
+        """The template version in force on a local date (1 before any redesign)."""
+        version = 1
+        for drift in self.drifts:
+            if day >= drift.on:
+                version = drift.version
+        return version
+
     @classmethod
-    def from_dict(cls, raw: Mapping[str, Any]) -> SiteSpec:
+    def from_dict(
+        cls, raw: Mapping[str, Any], defaults: Mapping[str, Any] | None = None
+    ) -> SiteSpec:
+        merged = {**(defaults or {}), **raw}
+        key = str(merged.get("key", "?"))
+
+        def need(name: str) -> Any:
+            if name not in merged:
+                raise ValueError(f"site {key}: missing field {name!r}")
+            return merged[name]
+
+        quirks = {**(defaults or {}).get("quirks", {}), **(raw.get("quirks") or {})}
+        hours = tuple(int(h) for h in merged.get("liveblog_hours", (6, 23)))
+        drifts = tuple(
+            sorted(
+                (
+                    Drift(date.fromisoformat(str(d["date"])), int(d["version"]))
+                    for d in merged.get("drifts") or ()
+                ),
+                key=lambda d: d.on,
+            )
+        )
         spec = cls(
-            key=str(raw["key"]),
-            host=str(raw["host"]).lower(),
-            name=str(raw["name"]),
-            language=str(raw["language"]),
-            timezone=str(raw["timezone"]),
-            template=str(raw["template"]),
-            feed_kind=str(raw["feed_kind"]),
-            feed_path=str(raw["feed_path"]),
-            story_interval_minutes=int(raw["story_interval_minutes"]),
-            lead_rotation_minutes=int(raw["lead_rotation_minutes"]),
-            sections=tuple(str(s) for s in raw["sections"]),
-            tagline=str(raw.get("tagline", "")),
-            section_labels=dict(raw.get("section_labels") or {}),
+            key=key,
+            host=str(need("host")).lower(),
+            name=str(need("name")),
+            language=str(need("language")),
+            timezone=str(need("timezone")),
+            template=str(need("template")),
+            feed_kind=str(need("feed_kind")),
+            feed_path=str(need("feed_path")),
+            story_interval_minutes=int(need("story_interval_minutes")),
+            lead_rotation_minutes=int(need("lead_rotation_minutes")),
+            sections=tuple(str(s) for s in need("sections")),
+            tagline=str(merged.get("tagline", "")),
+            section_labels=dict(merged.get("section_labels") or {}),
+            region=str(merged.get("region", "us")).lower(),
+            crawl_delay=int(merged.get("crawl_delay", 1)),
+            paywall_share=float(merged.get("paywall_share", 0.0)),
+            free_articles=int(merged.get("free_articles", 1)),
+            adversarial=bool(merged.get("adversarial", False)),
+            amp=bool(merged.get("amp", False)),
+            short_links=bool(merged.get("short_links", False)),
+            liveblog_hours=(hours[0], hours[1]),
+            quirks={str(k): float(v) for k, v in quirks.items()},
+            drifts=drifts,
         )
         # Fail at load time rather than on the first request.
         if spec.template not in TEMPLATE_FAMILIES:
@@ -155,12 +219,26 @@ class SiteSpec:
             raise ValueError(f"site {spec.key}: intervals too small")
         if not spec.sections:
             raise ValueError(f"site {spec.key}: no sections")
+        if spec.region not in REGIONS:
+            raise ValueError(f"site {spec.key}: unknown region {spec.region!r}")
+        if unknown := set(spec.quirks) - set(QUIRKS):
+            raise ValueError(f"site {spec.key}: unknown quirks {sorted(unknown)}")
+        if sum(spec.quirks.values()) > 1 or not 0 <= spec.paywall_share <= 1:
+            raise ValueError(f"site {spec.key}: shares must lie in [0, 1]")
+        if not 0 <= hours[0] < hours[1] <= 24:
+            raise ValueError(f"site {spec.key}: liveblog_hours must be 0 <= start < end <= 24")
         ZoneInfo(spec.timezone)  # raises for an unknown zone
         return spec
 
 
 # --------------------------------------------------------------------------------------------
 # Stories
+
+
+@dataclass(frozen=True)
+class Correction:
+    at: datetime  # aware, UTC: when the correction was appended
+    text: str
 
 
 @dataclass(frozen=True)
@@ -171,19 +249,68 @@ class Story:
     slug: str
     headline: str
     summary: str
-    authors: list[str]
+    authors: list[str]  # the people named; empty when the byline is only the site's name
     published: datetime  # aware, UTC
     body: list[str]
     path: str
     url: str
     # When the newsroom edits the story, if it ever does; see modified_at().
     updated_at: datetime | None = None
+    correction: Correction | None = None
+    quirk: str | None = None  # one of QUIRKS: a deliberate metadata defect of this page
+    og_title: str = ""  # what og:title says (the headline unless a quirk says otherwise)
+    paywalled: bool = False
+    trap: str | None = None  # an injection planted in this article (adversarial sites)
 
     def modified_at(self, at: datetime) -> datetime:
-        """Last modification as seen at instant `at` (the update is invisible before it happens)."""
-        if self.updated_at is not None and as_utc(at) >= self.updated_at:
-            return self.updated_at
-        return self.published
+        """Last modification as seen at instant `at` (an edit is invisible before it happens)."""
+        at = as_utc(at)
+        times = [self.published]
+        if self.updated_at is not None and at >= self.updated_at:
+            times.append(self.updated_at)
+        if self.correction is not None and at >= self.correction.at:
+            times.append(self.correction.at)
+        return max(times)
+
+    def correction_at(self, at: datetime) -> Correction | None:
+        """The correction, once it has been published."""
+        if self.correction is not None and as_utc(at) >= self.correction.at:
+            return self.correction
+        return None
+
+
+@dataclass(frozen=True)
+class LiveEntry:
+    id: str
+    published: datetime  # aware, UTC
+    text: str
+    pinned: bool = False
+
+
+@dataclass(frozen=True)
+class LiveBlog:
+    day: date  # the site-local day it covers
+    slug: str
+    title: str
+    topic: str
+    path: str
+    url: str
+    started: datetime
+    ends: datetime
+    pinned: LiveEntry
+    all_entries: tuple[LiveEntry, ...]  # the whole day's entries, oldest first
+
+    def entries(self, at: datetime) -> list[LiveEntry]:
+        """Entries published by `at`, newest first (the pinned post is separate)."""
+        at = as_utc(at)
+        return [e for e in reversed(self.all_entries) if e.published <= at]
+
+    def latest(self, at: datetime) -> LiveEntry | None:
+        entries = self.entries(at)
+        return entries[0] if entries else None
+
+    def live(self, at: datetime) -> bool:
+        return self.started <= as_utc(at) < self.ends
 
 
 @dataclass(frozen=True)
@@ -214,8 +341,16 @@ _SECTION_PATHS = {
 # Only the classic family links bylines to author pages.
 _AUTHOR_PATHS = {"classic": "/authors/{slug}"}
 
+# How many stories the feeds carry (the truth API describes the same ones).
+FEED_SIZE_TRUTH = 20
 # How far back listings (section and author pages) look for matching stories.
-LISTING_DEPTH = 60
+LISTING_DEPTH = 160
+# Sponsored teasers styled bigger than the lead (adversarial sites); never real stories.
+DECEPTIVE_HEADLINES = (
+    "SHOCKING: what {place} residents found will change everything",
+    "Breaking: the one trick {place} officials don't want you to know",
+    "Last chance: {place} homeowners are claiming this payout today",
+)
 
 
 class SiteWorld:
@@ -237,6 +372,7 @@ class SiteWorld:
             for name in ("subjects", "predicates", "objects", "places")
         }
         self.story = lru_cache(maxsize=4096)(self._make_story)
+        self.liveblog = lru_cache(maxsize=64)(self._make_liveblog)
 
     def __repr__(self) -> str:
         return f"SiteWorld({self.spec.key!r}, seed={self.seed})"
@@ -327,6 +463,27 @@ class SiteWorld:
         if self._h(k, "updated") % 2 == 0:
             updated_at = published + timedelta(minutes=20 + self._h(k, "update-delay") % 161)
 
+        # Some stories are corrected later; the figure in the text was wrong.
+        correction = None
+        if self._h(k, "corrected") % 12 == 0:
+            wrong = fill["n"] + 1 + self._h(k, "wrong") % 40
+            text = self.labels["correction_text"].format(m=wrong, n=fill["n"])
+            at = published + timedelta(minutes=60 + self._h(k, "correction-delay") % 301)
+            correction = Correction(at, text)
+
+        quirk = self._quirk(k)
+        og_title = headline
+        if quirk == "og_site_prefix":
+            og_title = f"{self.spec.name} | {headline}"
+        elif quirk == "og_differs":
+            og_title = capitalise(self.labels["seo_title"].format(subject=subject, object=obj))
+        elif quirk == "byline_is_site":
+            authors = []
+
+        trap = None
+        if self.spec.adversarial and self._h(k, "trap") % 4 == 0:
+            trap = ("injection_visible", "injection_aria")[self._h(k, "trap-kind") % 2]
+
         slug = slugify(headline)
         local_day = published.astimezone(self.spec.tz).date()
         path = _STORY_PATHS[self.spec.template](section, slug, k, local_day)
@@ -343,7 +500,26 @@ class SiteWorld:
             path=path,
             url=self.url(path),
             updated_at=updated_at,
+            correction=correction,
+            quirk=quirk,
+            og_title=og_title,
+            paywalled=self._share(self.spec.paywall_share, k, "paywall"),
+            trap=trap,
         )
+
+    def _share(self, share: float, *parts: object) -> bool:
+        """A seeded coin that lands heads for `share` of the keys."""
+        return (self._h(*parts) % 10_000) < share * 10_000
+
+    def _quirk(self, k: int) -> str | None:
+        """At most one metadata defect per story, each with its catalog share."""
+        roll = (self._h(k, "quirk") % 10_000) / 10_000
+        for name in QUIRKS:
+            share = self.spec.quirks.get(name, 0.0)
+            if roll < share:
+                return name
+            roll -= share
+        return None
 
     # -- pages -----------------------------------------------------------------------------------
 
@@ -403,6 +579,117 @@ class SiteWorld:
     def url(self, path: str) -> str:
         return f"{self.spec.origin}{path}"
 
+    # -- time-dependent features ---------------------------------------------------------------
+
+    def local_day(self, at: datetime) -> date:
+        return as_utc(at).astimezone(self.spec.tz).date()
+
+    def version(self, at: datetime) -> int:
+        """The template version served at `at` (drift events switch it on local dates)."""
+        return self.spec.version_on(self.local_day(at))
+
+    def deceptive_heading(self, at: datetime) -> str | None:
+        """On adversarial sites, a third of front-page windows carry a big sponsored heading
+        styled larger than the lead; it is not a story."""
+        window = (as_utc(at) - self.epoch) // self.rotation
+        if not self.spec.adversarial or self._h("deceptive", window) % 3:
+            return None
+        place = self._word("places", window)
+        return DECEPTIVE_HEADLINES[
+            self._h("deceptive-text", window) % len(DECEPTIVE_HEADLINES)
+        ].format(place=place)
+
+    def _make_liveblog(self, day: date) -> LiveBlog:
+        tz = self.spec.tz
+        start_h, end_h = self.spec.liveblog_hours
+        midnight = datetime(day.year, day.month, day.day, tzinfo=tz)
+        started = as_utc(midnight + timedelta(hours=start_h))
+        ends = as_utc(midnight + timedelta(hours=end_h))
+        n = (day - self.epoch.date()).days
+        topic = self._word("objects", 7 * n + 3)
+        title = self.labels["live_title"].format(topic=topic)
+        slug = slugify(topic, 40)
+        path = f"/live/{day.isoformat()}/{slug}"
+        sentences = self.vocab["sentences"]
+        fill = {
+            "subject": self._word("subjects", n),
+            "other": self._word("subjects", n + 5),
+            "object": topic,
+            "place": self._word("places", n),
+            "n": 12 + self._h(day, "live-n") % 400,
+        }
+
+        def sentence(i: int) -> str:
+            return capitalise(sentences[self._h(day, "live-s", i) % len(sentences)].format(**fill))
+
+        pinned = LiveEntry(
+            f"pinned-{day.isoformat()}",
+            started,
+            f"{self.labels['live_pinned']}: {sentence(0)} {sentence(1)} {sentence(2)}",
+            pinned=True,
+        )
+        entries: list[LiveEntry] = []
+        t = started
+        i = 0
+        while True:
+            t = t + timedelta(
+                minutes=6 + self._h(day, "live-gap", i) % 9, seconds=self._h(day, i) % 60
+            )
+            if t >= ends:
+                break
+            place = self._word("places", n + i + 1)
+            text = self.labels["live_entry"].format(
+                place=place, sentence=sentence(10 + 2 * i), sentence2=sentence(11 + 2 * i)
+            )
+            entries.append(LiveEntry(f"e{day.strftime('%Y%m%d')}-{i:03d}", t, text))
+            i += 1
+        return LiveBlog(
+            day, slug, title, topic, path, self.url(path), started, ends, pinned, tuple(entries)
+        )
+
+    def current_liveblog(self, at: datetime) -> LiveBlog:
+        """Today's live blog once it has started, else yesterday's (ended) one."""
+        day = self.local_day(at)
+        blog = self.liveblog(day)
+        return blog if as_utc(at) >= blog.started else self.liveblog(day - timedelta(days=1))
+
+    def liveblog_for_path(self, path: str, at: datetime) -> LiveBlog | None:
+        match = re.fullmatch(r"/live/(\d{4}-\d{2}-\d{2})/([a-z0-9-]+)", path)
+        if not match:
+            return None
+        try:
+            blog = self.liveblog(date.fromisoformat(match[1]))
+        except ValueError:
+            return None
+        return blog if blog.path == path and blog.started <= as_utc(at) else None
+
+    def corrections(self, at: datetime, days: int = 7) -> list[Story]:
+        """Stories corrected in the last `days` days before `at`, latest correction first."""
+        since = as_utc(at) - timedelta(days=days)
+        # A correction follows its story by at most a few hours, so this depth suffices.
+        recent = self.stories_since(since - timedelta(hours=7), at)
+        found = [s for s in recent if (c := s.correction_at(at)) is not None and c.at > since]
+        return sorted(found, key=lambda s: s.correction.at, reverse=True)  # type: ignore[union-attr]
+
+    def search(self, query: str, at: datetime, limit: int = 10) -> list[Story]:
+        words = [w for w in re.findall(r"\w+", query.casefold()) if len(w) > 1]
+        if not words:
+            return []
+        found = []
+        for story in self.stories(at, LISTING_DEPTH):
+            text = f"{story.headline} {story.summary}".casefold()
+            if all(w in text for w in words):
+                found.append(story)
+        return found[:limit]
+
+    def short_path(self, story: Story) -> str:
+        """A short link; it reaches the story through a two-hop redirect chain."""
+        return f"/s/{story.k}"
+
+    def story_by_k(self, k: int, at: datetime) -> Story | None:
+        story = self.story(k)
+        return story if story.published <= as_utc(at) else None
+
 
 # --------------------------------------------------------------------------------------------
 # The whole newsroom
@@ -421,7 +708,8 @@ class Newsroom:
         self.vocab_path = self.catalog_path.parent / catalog.get("vocab", "vocab.yaml")
         vocab = yaml.safe_load(self.vocab_path.read_text(encoding="utf-8"))
         self.epoch = as_utc(datetime.fromisoformat(str(catalog["epoch"]).replace("Z", "+00:00")))
-        self.sites: list[SiteSpec] = [SiteSpec.from_dict(raw) for raw in catalog["sites"]]
+        defaults = catalog.get("defaults") or {}
+        self.sites: list[SiteSpec] = [SiteSpec.from_dict(raw, defaults) for raw in catalog["sites"]]
 
         self._worlds: dict[str, SiteWorld] = {}
         self._by_host: dict[str, SiteWorld] = {}
@@ -449,10 +737,16 @@ class Newsroom:
     @cached_property
     def revision(self) -> str:
         """A short hash of everything that shapes content, so it changes when content changes."""
-        files = [self.catalog_path, self.vocab_path, PACKAGE_DIR / "world.py"]
-        files += [PACKAGE_DIR / "render.py", *sorted(TEMPLATES_DIR.rglob("*.html"))]
+        files = [self.catalog_path, self.vocab_path, *sorted(PACKAGE_DIR.glob("*.py"))]
+        files += sorted(PACKAGE_DIR.glob("*.yaml")) + sorted(TEMPLATES_DIR.rglob("*.html"))
         digest = hashlib.sha256()
         for path in files:
             if path.is_file():
                 digest.update(path.name.encode("utf-8") + b"\0" + path.read_bytes() + b"\0")
         return digest.hexdigest()[:12]
+
+    def truth(self, key: str, at: datetime) -> SiteTruth:
+        """What the site shows at `at`, for tests and benchmarks; checkers never read this."""
+        from .truth import site_truth
+
+        return site_truth(self.site(key), at)
