@@ -235,6 +235,18 @@ def _plausible_byline(name: str, site_names: tuple[str, ...]) -> bool:
     )
 
 
+_BY_WORDS = ("by ", "von ", "par ")
+
+
+def _strip_by(text: str) -> str:
+    """'By Jane Doe' -> 'Jane Doe': bylines carry a localized 'by'."""
+    low = normalize_text(text).lower()
+    for word in _BY_WORDS:
+        if low.startswith(word):
+            return normalize_text(text)[len(word) :]
+    return text
+
+
 def _author_match(name: str, truth: list[str]) -> float:
     # Bylines carry words like "By"/"Von"/"Par": token-set compares the name inside them.
     n = normalize_text(name).lower()
@@ -277,12 +289,18 @@ def check_article_metadata(answer: dict, entry: dict | None, final: dict | None)
     if truth and sig["bylines"] and max(_author_match(b, truth) for b in sig["bylines"]) < 0.5:
         conflict_reasons.append("on-page byline contradicts the metadata authors")
     evidence = truth or sig["bylines"]
-    plausible = bool(authors) and all(_plausible_byline(a, names) for a in authors)
-    matched = bool(authors) and all(_author_match(a, evidence) >= HEADLINE_MATCH for a in authors)
+    people = [e for e in evidence if _plausible_byline(_strip_by(e), names)]
+    if people:
+        plausible = bool(authors) and all(_plausible_byline(a, names) for a in authors)
+        matched = bool(authors) and all(_author_match(a, people) >= HEADLINE_MATCH for a in authors)
+    else:
+        # The page names no person (only the publication, or nobody): the right answer is
+        # "no author", and the site's name is never accepted as one.
+        plausible = matched = not authors
     comps["byline"] = Component(
         plausible and matched,
         1.0 if plausible and matched else 0.0,
-        {"plausible": plausible, "matched": matched},
+        {"plausible": plausible, "matched": matched, "page_names_a_person": bool(people)},
     )
 
     published = min((t for v in sig["published"] if (t := parse_time(v))), default=None)

@@ -95,7 +95,18 @@ def test_top_headline_fails_closed_on_conflicting_page_signals(home_and_lead, ha
 @pytest.fixture(scope="module")
 def article_obs(newsroom_server, observe_urls):
     site = newsroom_server.newsroom.site("rhein")
-    story = site.stories(newsroom_server.now(), limit=3)[1]
+    # A page without a deliberate metadata defect (those have their own tests below).
+    story = next(s for s in site.stories(newsroom_server.now(), limit=60)[1:] if s.quirk is None)
+    (obs,) = observe_urls([site.url(story.path)])
+    return obs, story, site
+
+
+@pytest.fixture(scope="module")
+def site_byline_obs(newsroom_server, observe_urls):
+    """An article whose only byline is the publication's name."""
+    site = newsroom_server.newsroom.site("rhein")
+    recent = site.stories(newsroom_server.now(), limit=400)
+    story = next(s for s in recent if s.quirk == "byline_is_site")
     (obs,) = observe_urls([site.url(story.path)])
     return obs, story, site
 
@@ -161,3 +172,15 @@ def test_article_metadata_fails_closed_when_byline_contradicts_metadata(article_
 def test_unknown_intent_is_not_a_pass(article_obs):
     obs, _, _ = article_obs
     assert not check("summarize_topic", {"summary": "x"}, obs, obs).success
+
+
+def test_page_naming_only_the_site_wants_no_author(site_byline_obs, newsroom):
+    obs, story, site = site_byline_obs
+    assert story.authors == []
+    answer = _truth(story, newsroom.now())
+    v = check("extract_article_metadata", answer, obs, obs)
+    assert v.success, v.as_dict()
+    # The publication is not a person, and inventing a reporter is wrong too.
+    for authors in ([site.spec.name], ["Anna Schmidt"]):
+        v = check("extract_article_metadata", answer | {"authors": authors}, obs, obs)
+        assert not v.success and not v.components["byline"].passed, authors

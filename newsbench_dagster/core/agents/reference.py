@@ -18,11 +18,22 @@ LEAD_LINK_SELECTORS = (
 )
 
 
+def _people(value):
+    if isinstance(value, list):
+        return [v for v in value if not isinstance(v, dict) or v.get("@type", "Person") == "Person"]
+    if isinstance(value, dict) and value.get("@type", "Person") != "Person":
+        return []
+    return value
+
+
 def _article_fields(md: dict) -> dict:
     nodes = article_nodes(md["jsonld"])
     node = nodes[0] if nodes else {}
     meta = md["meta"]
-    authors = person_names(node.get("author")) or ([meta["author"]] if meta.get("author") else [])
+    # Only people are authors: a publisher named as author means the page names nobody.
+    authors = person_names(_people(node.get("author")))
+    if not authors and not node and meta.get("author"):
+        authors = [meta["author"]] if meta["author"] != meta.get("og:site_name") else []
     return {
         "headline": node.get("headline") or meta.get("og:title") or md["title"],
         "authors": authors,
