@@ -61,6 +61,16 @@ class ReferenceAgent:
             await tools.answer({"unsupported_intent": task.intent}, claims_success=False)
 
     async def _top_headline(self, tools: BrowserTools) -> None:
+        # Metadata first: a front-page ItemList names the lead whatever the markup looks like,
+        # and following its URL is not blocked by overlays such as consent dialogs.
+        home = await tools.get_metadata()
+        lead_url = _itemlist_first_url(home["jsonld"])
+        if lead_url:
+            opened = await tools.goto(lead_url)
+            if opened["ok"]:
+                fields = _article_fields(await tools.get_metadata())
+                await tools.answer({"headline": fields["headline"], "url": fields["url"]})
+                return
         for selector in LEAD_LINK_SELECTORS:
             found = await tools.extract_text(selector)
             if found["ok"] and found["text"]:
@@ -75,6 +85,19 @@ class ReferenceAgent:
             return
         fields = _article_fields(await tools.get_metadata())
         await tools.answer({"headline": fields["headline"], "url": fields["url"]})
+
+
+def _itemlist_first_url(nodes: list) -> str | None:
+    for node in nodes:
+        if not isinstance(node, dict) or "ItemList" not in str(node.get("@type")):
+            continue
+        items = node.get("itemListElement")
+        first = items[0] if isinstance(items, list) and items else None
+        if isinstance(first, dict):
+            url = first.get("url") or (first.get("item") or {}).get("url")
+            if isinstance(url, str) and url.startswith("http"):
+                return url
+    return None
 
 
 def create(manifest: AgentManifest) -> ReferenceAgent:
