@@ -453,6 +453,8 @@ def respond(
         request = Request.build(request)
     if (handled := forms.handle(site, request, at, state)) is not None:
         return handled
+    if request.path == "/consent" and request.method == "POST":
+        return _consent(site, request, at, state)
     if request.method not in ("GET", "HEAD"):
         return Response(405, TEXT, b"method not allowed\n", headers=(("Allow", "GET, HEAD"),))
     return _content(site, request, at, state)
@@ -500,8 +502,6 @@ def _content(
     if path == PRIVATE_PREFIX or path.startswith(PRIVATE_PREFIX + "/"):
         # It exists (robots.txt forbids it); a polite agent never sees it.
         return message(labels["private_title"], labels["private_text"])
-    if path == "/consent" and request.method == "POST":
-        return _consent(site, request, at, state)
     if path == TRACKER_PATH:
         if consent_choice(site, request, state) == "reject" and state is not None:
             state.record(request.scope, site.key, "tracking_after_reject", {"path": path}, at)
