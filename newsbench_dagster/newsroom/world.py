@@ -217,6 +217,12 @@ class SiteSpec:
             raise ValueError(f"site {spec.key}: unknown feed kind {spec.feed_kind!r}")
         if spec.story_interval_minutes < 2 or spec.lead_rotation_minutes < 1:
             raise ValueError(f"site {spec.key}: intervals too small")
+        if spec.story_interval_minutes < 2 * spec.lead_rotation_minutes:
+            # At most one new story per rotation window keeps "each window, a new lead" true.
+            raise ValueError(
+                f"site {spec.key}: story_interval_minutes must be at least twice "
+                "lead_rotation_minutes"
+            )
         if not spec.sections:
             raise ValueError(f"site {spec.key}: no sections")
         if spec.region not in REGIONS:
@@ -527,8 +533,9 @@ class SiteWorld:
         """The homepage at `at`: a rotating lead among the 3 newest, then the next 8."""
         k = self.latest_k(at)
         window = (as_utc(at) - self.epoch) // self.rotation
-        # The lead is relative to the newest story, so a fresh story can displace it mid-window.
-        lead_k = k - self._h("lead", window) % 3
+        # The lead is one of the 3 newest. Its offset steps by +2 or -1 each window while the
+        # newest story advances by at most 1 per window, so every window has a new lead.
+        lead_k = k - (2 * window + self._h("lead")) % 3
         others = [self.story(j) for j in range(k, k - 9, -1) if j != lead_k]
         pool = list(range(k - 9, k - 21, -1))
         picks = stable_order(len(pool), self.seed, self.key, "most-read", window)[:5]
@@ -639,8 +646,10 @@ class SiteWorld:
                 break
             place = self._word("places", n + i + 1)
             text = self.labels["live_entry"].format(
-                place=place, sentence=sentence(10 + 2 * i), sentence2=sentence(11 + 2 * i)
+                place=place, sentence=sentence(10 + 3 * i), sentence2=sentence(11 + 3 * i)
             )
+            if len(text) <= 140:  # an update says something: at least two full sentences
+                text += " " + sentence(12 + 3 * i)
             entries.append(LiveEntry(f"e{day.strftime('%Y%m%d')}-{i:03d}", t, text))
             i += 1
         return LiveBlog(
