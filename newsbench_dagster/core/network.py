@@ -27,11 +27,29 @@ class Routing(BaseModel):
     proxy: str | None = None
     # Chromium --host-resolver-rules; with a proxy, nothing but the proxy itself must resolve.
     resolver_rules: str | None = None
+    # Headers the browser sends to every site (e.g. the simulated world's page variant), and
+    # the header that carries each run's id, so a world that keeps state can scope it per run.
+    headers: dict[str, str] = {}
+    run_header: str | None = None
 
     @classmethod
-    def via_proxy(cls, proxy: str) -> Routing:
+    def via_proxy(
+        cls, proxy: str, headers: dict[str, str] | None = None, run_header: str | None = None
+    ) -> Routing:
         host = urlsplit(proxy).hostname
-        return cls(proxy=proxy, resolver_rules=f"MAP * ~NOTFOUND , EXCLUDE {host}")
+        return cls(
+            proxy=proxy,
+            resolver_rules=f"MAP * ~NOTFOUND , EXCLUDE {host}",
+            headers=dict(headers or {}),
+            run_header=run_header,
+        )
+
+    def browser_headers(self, run_id: str) -> dict[str, str]:
+        """Extra HTTP headers for one run's browser context."""
+        out = dict(self.headers)
+        if self.run_header:
+            out[self.run_header] = run_id
+        return out
 
     @classmethod
     def direct(cls, allowed_origins: set[str]) -> Routing:

@@ -174,6 +174,8 @@ class Runner:
             browser = await self._ensure_browser(pw)
             row["environment"] = self._environment(browser, task, manifest)
             context = await browser.new_context(**self.options.context_kwargs())
+            if headers := self.options.routing.browser_headers(row["run_id"]):
+                await context.set_extra_http_headers(headers)
             await context.route("**/*", self._guard(task, state))
             page = await context.new_page()
             self._listen(page, state, set(task["allowed_origins"]))

@@ -3,16 +3,21 @@ is served by the newsroom on loopback, reached through it as a proxy; disabled, 
 talks to the real sites listed in sites.yaml directly."""
 
 from dagster import ConfigurableResource, InitResourceContext
-from pydantic import PrivateAttr
+from pydantic import Field, PrivateAttr
 
 from newsbench_dagster.core.network import Routing
+from newsbench_dagster.newsroom.exchange import RUN_HEADER, VARIANT_HEADER
 from newsbench_dagster.newsroom.world import DEFAULT_SEED
 
 
 class NewsroomResource(ConfigurableResource):
     enabled: bool = True
     port: int = 8411
-    seed: int = DEFAULT_SEED
+    seed: int = Field(default=DEFAULT_SEED, description="The world: content of every site")
+    variant: int | None = Field(
+        default=None,
+        description="Seeded layout variant of the newsroom's forms (None: canonical layout)",
+    )
 
     _server: object | None = PrivateAttr(default=None)
     _health: dict = PrivateAttr(default_factory=dict)
@@ -30,7 +35,11 @@ class NewsroomResource(ConfigurableResource):
 
     def routing(self, allowed_origins: set[str]) -> Routing:
         if self.enabled:
-            return Routing.via_proxy(f"http://127.0.0.1:{self.port}")
+            headers = {VARIANT_HEADER: str(self.variant)} if self.variant is not None else {}
+            # Each run is its own reader: the newsroom scopes state and its event log by it.
+            return Routing.via_proxy(
+                f"http://127.0.0.1:{self.port}", headers=headers, run_header=RUN_HEADER
+            )
         return Routing.direct(allowed_origins)
 
     def world(self) -> dict:
@@ -41,4 +50,6 @@ class NewsroomResource(ConfigurableResource):
             "kind": "newsroom",
             "seed": self._health.get("seed", self.seed),
             "revision": self._health.get("revision"),
+            "variant": self.variant,
+            "run_scope_header": RUN_HEADER,
         }

@@ -218,3 +218,52 @@ def test_site_down_is_an_environment_failure(tasks, browser_options, newsroom, r
         assert r["run_status"] == "env_failure" and r["env_failure"] == "site_down", r["error"]
         score = score_run(r, next(t for t in task_list if t["id"] == r["task_id"]))
         assert score["excluded"] and score["success"] is None
+
+
+class SigningUpAgent:
+    """Signs up for the newsletter through the page: a state change the world must scope."""
+
+    manifest = manifest("signup")
+
+    async def run(self, task, tools):
+        await tools.goto(urljoin(task.entry_url, "/newsletter"))
+        form = tools.page.locator("form.form-signup")
+        await form.locator("input[name=email]").fill("reader@example.org")
+        await form.locator("input[name=terms]").check()
+        await form.locator("button[type=submit]:not([disabled])").click()
+        await tools.page.wait_for_load_state()
+        await tools.answer({"signed_up": True})
+
+
+def test_each_run_is_its_own_reader_and_carries_the_world_variant(
+    tasks, newsroom_server, registry, tmp_path
+):
+    """The routing's run header scopes the newsroom's state and log per run_id; the variant
+    header picks the seeded layout and the server records it with the mutation."""
+    from newsbench_dagster.core.browser import BrowserOptions
+    from newsbench_dagster.core.network import Fetcher, RobotsRules, Routing
+
+    day, task_list = tasks
+    with Fetcher(Routing.via_proxy(newsroom_server.address), registry.allowed_origins) as f:
+        robots = RobotsRules.fetch(f, registry.allowed_origins)
+    task = copy.deepcopy(task_list[0])
+    task["constraints"]["max_seconds"] = 20
+    task["constraints"]["max_steps"] = 10
+    routing = Routing.via_proxy(
+        newsroom_server.address, headers={"X-Newsroom-Variant": "5"}, run_header="X-Newsroom-Run"
+    )
+    runner = Runner(
+        [SigningUpAgent()],
+        options=BrowserOptions(routing=routing),
+        robots=robots,
+        store=LocalArtifactStore(tmp_path),
+        settings=RunSettings(trials=2, screenshot=False),
+    )
+    rows = run_tasks([task], day, runner)
+    assert len(rows) == 2 and all(r["run_status"] != "env_failure" for r in rows), [
+        (r["run_status"], r.get("env_failure"), r.get("error")) for r in rows
+    ]
+    for row in rows:
+        signups = newsroom_server.state.events(f"run:{row['run_id']}", kind="newsletter_signup")
+        assert len(signups) == 1, (row["run_status"], row.get("error"))
+        assert signups[0].data["variant"] == 5
