@@ -15,9 +15,10 @@ from dagster import build_schedule_context, instance_for_test
 from typer.testing import CliRunner
 
 from newsbench_dagster.cli import app
+from newsbench_dagster.core.sites import load_sites
 from newsbench_dagster.definitions import defs, production
 from newsbench_dagster.partitions import SITE_KEYS
-from newsbench_dagster.paths import PROJECT_ROOT
+from newsbench_dagster.paths import PROJECT_ROOT, SITES_FILE
 from newsbench_dagster.schedules import nightly_sweep
 
 CORE = PROJECT_ROOT / "newsbench_dagster" / "core"
@@ -64,7 +65,9 @@ def test_graph_shape_and_partitions():
     graph = defs.resolve_asset_graph()
     keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
     assert keys == {"feed_items", "news_tasks", "agent_runs", "run_scores", "kpi_daily"}
-    assert SITE_KEYS == ["harbor", "rhein", "lac"]
+    # Site partitions are the allowlist's keys, in its order.
+    assert [s.key for s in load_sites(SITES_FILE).sites] == SITE_KEYS
+    assert SITE_KEYS[:3] == ["harbor", "rhein", "lac"] and len(SITE_KEYS) == 6
     assert {c.name for c in defs.resolve_asset_graph().asset_check_keys} == {"compliance"}
     # The production variant builds too (BigQuery cannot run here; only its wiring is checked).
     prod = production()
