@@ -47,21 +47,52 @@ def _fail(message: str, code: int = 1) -> None:
 
 
 # -- newsroom ------------------------------------------------------------------------------
+def _instant(text: str | None, option: str = "--at") -> datetime | None:
+    if text is None:
+        return None
+    try:
+        at = datetime.fromisoformat(text)
+    except ValueError:
+        _fail(f"{option} {text!r} is not an ISO 8601 instant (e.g. 2026-11-30T15:00:00Z)", 2)
+    return at if at.tzinfo else at.replace(tzinfo=UTC)
+
+
+def _newsroom(seed: int):
+    from newsbench_dagster.newsroom import Newsroom
+
+    return Newsroom(seed=seed)
+
+
+def _site_key(newsroom, site: str) -> str:
+    keys = [spec.key for spec in newsroom.sites]
+    if site not in keys:
+        _fail(f"unknown site {site!r}; the newsroom has: {', '.join(keys)}", 2)
+    return site
+
+
 @newsroom_app.command("serve")
 def newsroom_serve(
     port: Annotated[int, typer.Option(help="Loopback port (the proxy address).")] = DEFAULT_PORT,
     seed: Annotated[int, typer.Option(help="World seed (content depends on it).")] = DEFAULT_SEED,
     at: Annotated[str | None, typer.Option(help="Freeze the clock at this ISO instant.")] = None,
+    truth: Annotated[
+        bool, typer.Option(help="Serve /__newsroom/truth (tests and benchmarks only).")
+    ] = False,
 ) -> None:
-    """Serve the newsroom in the foreground until Ctrl-C."""
-    from newsbench_dagster.newsroom import FixedClock, Newsroom, NewsroomServer
+    """Serve the newsroom in the foreground until Ctrl-C.
 
-    clock = FixedClock(datetime.fromisoformat(at)) if at else None
-    newsroom = Newsroom(seed=seed)
-    server = NewsroomServer(newsroom, port=port, clock=clock).start()
+    Control API on the same port (loopback only): /__newsroom/health, /__newsroom/events,
+    POST /__newsroom/reset?scope=run:ID, and with --truth /__newsroom/truth?site=KEY&at=ISO.
+    """
+    from newsbench_dagster.newsroom import FixedClock, NewsroomServer
+
+    instant = _instant(at)
+    clock = FixedClock(instant) if instant else None
+    newsroom = _newsroom(seed)
+    server = NewsroomServer(newsroom, port=port, clock=clock, expose_truth=truth).start()
     console.print(f"newsroom (seed {seed}) on {server.address}; use it as an HTTP proxy:")
     for site in newsroom.sites:
-        console.print(f"  {site.origin}/   ({site.name}, {site.language})")
+        console.print(f"  {site.origin}/   ({site.name}, {site.language}, {site.template})")
     console.print(f"  e.g. curl -x {server.address} http://{newsroom.sites[0].host}/")
     try:
         import threading
@@ -71,6 +102,80 @@ def newsroom_serve(
         pass
     finally:
         server.stop()
+
+
+@newsroom_app.command("sites")
+def newsroom_sites(
+    seed: Annotated[int, typer.Option(help="World seed.")] = DEFAULT_SEED,
+    at: Annotated[str | None, typer.Option(help="ISO instant (default: now).")] = None,
+) -> None:
+    """The newsroom's sites: family, language, region, redesigns and what each serves."""
+    from rich.table import Table
+
+    newsroom = _newsroom(seed)
+    instant = _instant(at) or datetime.now(UTC)
+    table = Table(title=f"Newsroom sites (seed {seed}) at {instant:%Y-%m-%d %H:%M} UTC")
+    for column in ("site", "origin", "lang", "family", "version", "region", "redesigns", "traits"):
+        table.add_column(column)
+    for spec in newsroom.sites:
+        world = newsroom.site(spec.key)
+        traits = [
+            t
+            for t, on in (
+                ("amp", spec.amp),
+                ("adversarial", spec.adversarial),
+                ("short links", spec.short_links),
+            )
+            if on
+        ]
+        if spec.paywall_share:
+            traits.append(f"paywall {spec.paywall_share:.0%}")
+        table.add_row(
+            spec.key,
+            spec.origin,
+            spec.language,
+            spec.template,
+            str(world.version(instant)),
+            spec.region,
+            ", ".join(f"v{d.version} {d.on}" for d in spec.drifts),
+            ", ".join(traits),
+        )
+    console.print(table)
+
+
+@newsroom_app.command("truth")
+def newsroom_truth(
+    site: Annotated[str, typer.Argument(help="Site key, e.g. harbor.")],
+    at: Annotated[str | None, typer.Option(help="ISO instant (default: now).")] = None,
+    seed: Annotated[int, typer.Option(help="World seed.")] = DEFAULT_SEED,
+) -> None:
+    """Print what a site shows at an instant, as JSON: lead, articles' true metadata, live blog,
+    corrections, redesigns and traps. For meta-evaluation; checkers never read it."""
+    newsroom = _newsroom(seed)
+    key = _site_key(newsroom, site)
+    instant = _instant(at) or datetime.now(UTC)
+    typer.echo(json.dumps(newsroom.truth(key, instant).as_dict(), indent=2, ensure_ascii=False))
+
+
+@newsroom_app.command("generate")
+def newsroom_generate(
+    site: Annotated[str, typer.Argument(help="Site key, e.g. harbor.")],
+    page: Annotated[str, typer.Argument(help="Form page: newsletter, notifications, ...")],
+    seed: Annotated[int, typer.Option(help="Variant seed (the layout, not the content).")],
+    describe: Annotated[
+        bool, typer.Option(help="Print the chosen variation as JSON instead of the page.")
+    ] = False,
+    world_seed: Annotated[int, typer.Option(help="World seed.")] = DEFAULT_SEED,
+) -> None:
+    """Render one seeded variant of a form page (labels, nesting, hydration delay, decoys,
+    field order, ids); the task and its truth are the same for every seed."""
+    from newsbench_dagster.newsroom import variation
+
+    _site_key(_newsroom(world_seed), site)
+    if page not in variation.PAGES:
+        _fail(f"unknown page {page!r}; choose from: {', '.join(sorted(variation.PAGES))}", 2)
+    argv = ["--seed", str(seed), "--site", site, "--page", page, "--world-seed", str(world_seed)]
+    variation.main(argv + (["--describe"] if describe else []))
 
 
 # -- feeds ---------------------------------------------------------------------------------

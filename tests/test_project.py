@@ -125,3 +125,26 @@ def test_feeds_inspect_names_the_bad_input(tmp_path):
     assert result.exit_code == 1 and "broken.xml" in result.stderr and not result.stdout
     result = CliRunner().invoke(app, ["feeds", "inspect", str(tmp_path / "missing.xml")])
     assert result.exit_code != 0 and "missing.xml" in result.stderr
+
+
+def test_newsroom_commands_show_sites_truth_and_variants():
+    runner = CliRunner()
+    out = runner.invoke(app, ["newsroom", "sites", "--at", "2026-11-30T15:00:00Z"])
+    assert out.exit_code == 0 and "northgate" in out.stdout and "magazine" in out.stdout
+    out = runner.invoke(app, ["newsroom", "truth", "rhein", "--at", "2026-11-30T15:00:00Z"])
+    assert out.exit_code == 0
+    doc = json.loads(out.stdout)
+    assert doc["site"] == "rhein" and doc["template_version"] == 2 and doc["lead"]["url"]
+    page = runner.invoke(app, ["newsroom", "generate", "harbor", "newsletter", "--seed", "3"])
+    again = runner.invoke(app, ["newsroom", "generate", "harbor", "newsletter", "--seed", "3"])
+    other = runner.invoke(app, ["newsroom", "generate", "harbor", "newsletter", "--seed", "4"])
+    assert page.exit_code == 0 and "<form" in page.stdout
+    assert page.stdout == again.stdout != other.stdout
+    # Bad input names what was wrong and exits 2.
+    for argv, needle in (
+        (["newsroom", "truth", "nope"], "unknown site 'nope'"),
+        (["newsroom", "truth", "harbor", "--at", "soon"], "'soon' is not an ISO 8601"),
+        (["newsroom", "generate", "harbor", "checkout", "--seed", "1"], "unknown page"),
+    ):
+        out = runner.invoke(app, argv)
+        assert out.exit_code == 2 and needle in out.output.replace("\n", ""), argv
