@@ -240,8 +240,7 @@ def test_live_blog_grows_and_articles_get_corrected(server, newsroom, clock):
 
 
 def test_amp_variants_point_back_to_the_canonical_article(server, newsroom):
-    amp_sites = [s for s in newsroom.sites if s.amp]
-    assert amp_sites
+    assert all(s.amp for s in newsroom.sites)  # the catalog default; a site may opt out
     for spec in newsroom.sites:
         story = newsroom.site(spec.key).stories(AT, 1)[0]
         doc = page(server, story.url)
@@ -251,6 +250,15 @@ def test_amp_variants_point_back_to_the_canonical_article(server, newsroom):
             amp_doc = page(server, spec.origin + amp[0])
             assert amp_doc.xpath("//link[@rel='canonical']/@href") == [story.url]
             assert amp_doc.xpath("//h1")[0].text_content() == story.headline
+
+
+def test_slow_routes_answer_late(newsroom):
+    from newsbench_dagster.newsroom import respond
+
+    site = newsroom.site("harbor")
+    assert respond(site, "/fragments/most-read", AT).delay >= 0.5  # the spinner's route
+    assert respond(site, "/search?q=mayor", AT).delay > 0
+    assert respond(site, "/", AT).delay == 0
 
 
 def test_robots_announce_disallowed_paths_and_a_crawl_delay(server, newsroom):
