@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from email.utils import format_datetime
@@ -567,7 +567,14 @@ def _page(
     return _env().get_template(template).render(**ctx)
 
 
-def _listing(site, request, at, state, section, html) -> Response:  # type: ignore[no-untyped-def]
+def _listing(
+    site: SiteWorld,
+    request: Request,
+    at: datetime,
+    state: NewsroomState | None,
+    section: str,
+    html: Callable[..., Response],
+) -> Response:
     """A section page: the first page, then more on scroll (or ?page=N without script)."""
     try:
         page_no = max(1, min(LISTING_PAGES, int(request.arg("page") or 1)))
