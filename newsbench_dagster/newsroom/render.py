@@ -10,7 +10,7 @@ import json
 import re
 import secrets
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from email.utils import format_datetime
 from functools import lru_cache
@@ -125,7 +125,8 @@ def consent_choice(site: SiteWorld, request: Request, state: NewsroomState | Non
     """The reader's stored choice: server-side for a session, else the cookie (stateless use)."""
     if state is not None and request.has_session:
         with state.locked():
-            return state.run(request.scope).consent.get(site.key)
+            run = state.peek(request.scope)
+            return run.consent.get(site.key) if run else None
     choice = request.cookies.get(CONSENT_COOKIE)
     return choice if choice in ("accept", "reject") else None
 
@@ -452,12 +453,22 @@ def respond(
     if isinstance(request, str):
         request = Request.build(request)
     if (handled := forms.handle(site, request, at, state)) is not None:
-        return handled
+        return _with_session(request, handled)
     if request.path == "/consent" and request.method == "POST":
         return _consent(site, request, at, state)
     if request.method not in ("GET", "HEAD"):
         return Response(405, TEXT, b"method not allowed\n", headers=(("Allow", "GET, HEAD"),))
-    return _content(site, request, at, state)
+    return _with_session(request, _content(site, request, at, state))
+
+
+def _with_session(request: Request, response: Response) -> Response:
+    """A reader's session starts with their first page; it scopes their state (state.py)."""
+    if request.has_session or not response.content_type.startswith("text/html"):
+        return response
+    if any(v.startswith(f"{SESSION_COOKIE}=") for k, v in response.headers if k == "Set-Cookie"):
+        return response
+    cookie = f"{SESSION_COOKIE}={secrets.token_hex(8)}; Path=/; SameSite=Lax"
+    return replace(response, headers=(*response.headers, ("Set-Cookie", cookie)))
 
 
 def _content(
@@ -466,12 +477,7 @@ def _content(
     path = request.path
     spec = site.spec
     labels = site.labels
-    cookies: list[tuple[str, str]] = []
-    if not request.has_session:
-        # A reader's session starts with their first page; it scopes their state (state.py).
-        cookies.append(
-            ("Set-Cookie", f"{SESSION_COOKIE}={secrets.token_hex(8)}; Path=/; SameSite=Lax")
-        )
+    cookies: list[tuple[str, str]] = []  # Set-Cookie headers this page adds (the meter)
 
     def html(
         text: str, status: int = 200, last_modified: datetime | None = None, delay: float = 0.0

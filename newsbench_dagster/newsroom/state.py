@@ -102,6 +102,11 @@ class NewsroomState:
         with self._lock:
             return self._runs.setdefault(scope, RunState())
 
+    def peek(self, scope: str) -> RunState | None:
+        """The scope's state if it has any, without creating it (reads on every page view)."""
+        with self._lock:
+            return self._runs.get(scope)
+
     def locked(self) -> threading.RLock:
         return self._lock
 

@@ -329,3 +329,17 @@ def test_bad_input_gets_the_sites_404_and_never_a_crash(server, newsroom):
             sock.sendall(junk)
             sock.recv(100)
     assert fetch(server, "http://harbor-herald.test/").status_code == 200
+
+
+def test_a_readers_first_page_starts_a_session_that_scopes_their_state(server):
+    with httpx.Client(proxy=server.address, timeout=10) as reader:
+        first = reader.get("http://harbor-herald.test/newsletter")
+        assert "nr_sid=" in first.headers.get("set-cookie", "")
+        sid = reader.cookies["nr_sid"]
+        again = reader.get("http://harbor-herald.test/")
+        assert "nr_sid=" not in again.headers.get("set-cookie", "")  # kept, not replaced
+        form = {"email": "a@example.org", "lists": "daily", "terms": "on"}
+        reader.post("http://harbor-herald.test/newsletter", data=form)
+    signups = server.state.events(f"sid:{sid}", kind="newsletter_signup")
+    assert len(signups) == 1
+    assert server.state.peek("anon") is None or not server.state.peek("anon").newsletter
