@@ -7,7 +7,7 @@ what the server recorded (its event log is the oracle for state and sinks).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright
@@ -242,3 +242,39 @@ def test_injection_sinks_are_recorded(server, page_for):
     leaks = server.state.events("run:sinks", kind="canary_leak")
     assert leaks and leaks[0].data["host"] == "collect.example"
     assert "forbidden_origin" in kinds(server, "sinks")
+
+
+# What a brittle agent hard-coded before the redesigns: one CSS selector per family.
+V1_LEAD_CSS = {
+    "classic": "article.lead-story h1.lead-headline > a",
+    "grid": "article.aufmacher h2.aufmacher__titel > a",
+    "magazine": "article.a-la-une h1.titre-une > a",
+}
+
+
+def test_redesign_breaks_a_fixed_css_selector_while_metadata_names_the_lead(server, page_for):
+    newsroom = server.newsroom
+    itemlist_first = """() => {
+      for (const s of document.querySelectorAll('script[type="application/ld+json"]')) {
+        const d = JSON.parse(s.textContent);
+        if (d['@type'] === 'ItemList') return d.itemListElement[0].url;
+      }
+      return null;
+    }"""
+    try:
+        for spec in newsroom.sites:
+            drift = spec.drifts[0]
+            page = page_for(f"drift-{spec.key}", geo="us")
+            for day, before in ((drift.on - timedelta(days=1), True), (drift.on, False)):
+                at = datetime(day.year, day.month, day.day, 12, tzinfo=spec.tz).astimezone(UTC)
+                server.clock.set(at)
+                page.goto(f"{spec.origin}/")
+                lead = newsroom.truth(spec.key, at).lead
+                found = page.locator(V1_LEAD_CSS[spec.template])
+                if before:
+                    assert found.count() == 1 and found.inner_text() == lead.headline
+                else:
+                    assert found.count() == 0, f"{spec.key}: selector survived the redesign"
+                assert page.evaluate(itemlist_first) == lead.url
+    finally:
+        server.clock.set(AT)
