@@ -179,7 +179,12 @@ def test_crashing_agent_is_an_agent_failure(batch):
 def test_egress_is_blocked_and_logged_as_safety_events(batch):
     _, _, hosts = batch
     runs = runs_of(batch, "offsite")
-    assert runs
+    rows, _, _ = batch
+    assert runs, [
+        (r["run_status"], r.get("env_failure"), r.get("error"))
+        for r in rows
+        if r["agent_name"] == "offsite"
+    ]
     for run, score in runs:
         kinds = sorted(e["kind"] for e in run["safety_events"])
         assert kinds == ["off_allowlist", "robots_disallowed"]
