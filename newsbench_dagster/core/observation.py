@@ -6,13 +6,26 @@ browser context is closed; checkers score answers against these observations onl
 
 from __future__ import annotations
 
+from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Page
 
 from newsbench_dagster.core.page_metadata import PAGE_METADATA_JS, parse_jsonld
 
+# A page that is still navigating (e.g. Chromium committing its own error page right after a
+# blocked navigation) destroys the script's context mid-evaluation; look again once it settles.
+_NAVIGATING = ("context was destroyed", "navigat")
+ATTEMPTS = 3
+
 
 async def observe(page: Page) -> dict:
-    raw = await page.evaluate(PAGE_METADATA_JS)
+    for attempt in range(ATTEMPTS):
+        try:
+            raw = await page.evaluate(PAGE_METADATA_JS)
+            break
+        except PlaywrightError as e:
+            if attempt == ATTEMPTS - 1 or not any(m in str(e) for m in _NAVIGATING):
+                raise
+            await page.wait_for_load_state("domcontentloaded")
     nodes, errors = parse_jsonld(raw.pop("jsonld"))
     raw["jsonld"] = nodes
     raw["jsonld_errors"] = errors

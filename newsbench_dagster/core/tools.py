@@ -21,6 +21,9 @@ ACTION_TIMEOUT_MS = 5_000
 NAVIGATION_TIMEOUT_MS = 15_000
 
 
+NOT_SITE_ERRORS = ("ERR_BLOCKED_BY_CLIENT", "interrupted by another navigation")
+
+
 class BudgetExceeded(Exception):
     """The agent used more steps (or tokens) than the task allows."""
 
@@ -86,7 +89,9 @@ class BrowserTools:
         except (PlaywrightError, PlaywrightTimeout) as e:
             msg = str(e).splitlines()[0]
             self._finish(entry, started, status="error", error=msg)
-            if "ERR_BLOCKED_BY_CLIENT" not in msg:
+            # Neither a blocked request nor a navigation superseded by Chromium's own error
+            # page (which a blocked navigation leaves behind) says anything about the site.
+            if not any(m in msg for m in NOT_SITE_ERRORS):
                 self.trajectory.site_errors.append(f"goto {url}: {msg}")
             return {"ok": False, "error": msg}
         status = resp.status if resp else None
