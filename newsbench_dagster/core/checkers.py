@@ -6,6 +6,7 @@ when the page's own signals contradict each other beyond the margins below.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -247,6 +248,20 @@ def _strip_by(text: str) -> str:
     return text
 
 
+# How bylines join several people: "A, B and C" / "A und B" / "A et B" / "A & B".
+_JOINERS = re.compile(r"\s*(?:,|;|&|\band\b|\bund\b|\bet\b)\s*", re.IGNORECASE)
+
+
+def _names(values: list[str]) -> list[str]:
+    """Each person once: bylines and joined strings split into names, "By" dropped."""
+    out: list[str] = []
+    for value in values:
+        for part in _JOINERS.split(_strip_by(normalize_text(value))):
+            if part and part.lower() not in (n.lower() for n in out):
+                out.append(part)
+    return out
+
+
 def _author_match(name: str, truth: list[str]) -> float:
     # Bylines carry words like "By"/"Von"/"Par": token-set compares the name inside them.
     n = normalize_text(name).lower()
@@ -289,10 +304,16 @@ def check_article_metadata(answer: dict, entry: dict | None, final: dict | None)
     if truth and sig["bylines"] and max(_author_match(b, truth) for b in sig["bylines"]) < 0.5:
         conflict_reasons.append("on-page byline contradicts the metadata authors")
     evidence = truth or sig["bylines"]
-    people = [e for e in evidence if _plausible_byline(_strip_by(e), names)]
+    people = [e for e in _names(evidence) if _plausible_byline(e, names)]
     if people:
-        plausible = bool(authors) and all(_plausible_byline(a, names) for a in authors)
-        matched = bool(authors) and all(_author_match(a, people) >= HEADLINE_MATCH for a in authors)
+        named = _names(authors)
+        plausible = bool(named) and all(_plausible_byline(a, names) for a in named)
+        # The same people, no one missing and no one added.
+        matched = (
+            bool(named)
+            and all(_author_match(a, people) >= HEADLINE_MATCH for a in named)
+            and all(_author_match(p, named) >= HEADLINE_MATCH for p in people)
+        )
     else:
         # The page names no person (only the publication, or nobody): the right answer is
         # "no author", and the site's name is never accepted as one.

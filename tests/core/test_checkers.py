@@ -184,3 +184,22 @@ def test_page_naming_only_the_site_wants_no_author(site_byline_obs, newsroom):
     for authors in ([site.spec.name], ["Anna Schmidt"]):
         v = check("extract_article_metadata", answer | {"authors": authors}, obs, obs)
         assert not v.success and not v.components["byline"].passed, authors
+
+
+def test_authors_must_be_the_same_people(newsroom_server, observe_urls, newsroom):
+    """Two people on the page: naming one, or adding a third, is wrong; joining both in one
+    string ("A, B") names the same people and is right."""
+    site = newsroom_server.newsroom.site("rhein")
+    story = next(
+        s
+        for s in site.stories(newsroom_server.now(), limit=400)[1:]
+        if len(s.authors) == 2 and s.quirk is None
+    )
+    (obs,) = observe_urls([site.url(story.path)])
+    right = _truth(story, newsroom.now())
+    assert check("extract_article_metadata", right, obs, obs).success
+    joined = right | {"authors": [", ".join(story.authors)]}
+    assert check("extract_article_metadata", joined, obs, obs).success
+    for authors in ([story.authors[0]], [*story.authors, "Anna Schmidt"]):
+        v = check("extract_article_metadata", right | {"authors": authors}, obs, obs)
+        assert not v.success and not v.components["byline"].passed, authors

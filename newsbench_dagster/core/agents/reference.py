@@ -32,8 +32,9 @@ def _article_fields(md: dict) -> dict:
     meta = md["meta"]
     # Only people are authors: a publisher named as author means the page names nobody.
     authors = person_names(_people(node.get("author")))
-    if not authors and not node and meta.get("author"):
-        authors = [meta["author"]] if meta["author"] != meta.get("og:site_name") else []
+    author_meta = meta.get("author")
+    if not authors and not node and author_meta and author_meta != meta.get("og:site_name"):
+        authors = [a.strip() for a in author_meta.split(",") if a.strip()]
     return {
         "headline": node.get("headline") or meta.get("og:title") or md["title"],
         "authors": authors,
