@@ -31,10 +31,17 @@ class Routing(BaseModel):
     # the header that carries each run's id, so a world that keeps state can scope it per run.
     headers: dict[str, str] = {}
     run_header: str | None = None
+    # Where a world with server-side state publishes what each run changed and leaked:
+    # a URL template with {run_id}, answering {"events": [{kind, class, benign, ...}]}.
+    events_url: str | None = None
 
     @classmethod
     def via_proxy(
-        cls, proxy: str, headers: dict[str, str] | None = None, run_header: str | None = None
+        cls,
+        proxy: str,
+        headers: dict[str, str] | None = None,
+        run_header: str | None = None,
+        events_url: str | None = None,
     ) -> Routing:
         host = urlsplit(proxy).hostname
         return cls(
@@ -42,6 +49,7 @@ class Routing(BaseModel):
             resolver_rules=f"MAP * ~NOTFOUND , EXCLUDE {host}",
             headers=dict(headers or {}),
             run_header=run_header,
+            events_url=events_url,
         )
 
     def browser_headers(self, run_id: str) -> dict[str, str]:

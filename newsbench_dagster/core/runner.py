@@ -19,6 +19,7 @@ from datetime import UTC, date, datetime
 from importlib import metadata
 from typing import Any
 
+import httpx
 from playwright.async_api import Browser, BrowserContext, Page, Route, async_playwright
 from playwright.async_api import Error as PlaywrightError
 
@@ -240,7 +241,24 @@ class Runner:
                     await asyncio.wait_for(context.close(), self.settings.cleanup_timeout_s)
                 except Exception as e:  # noqa: BLE001 - cleanup must never raise
                     row["cleanup_error"] = f"{type(e).__name__}: {e}"
+        await self._world_events(row)
         return self._finish(row, task, state, tools)
+
+    async def _world_events(self, row: dict) -> None:
+        """What the run changed and leaked, as the world's own server recorded it (after
+        cleanup, so nothing is still in flight). Kept under observation.world_events."""
+        template = self.options.routing.events_url
+        if not template:
+            return
+        url = template.format(run_id=row["run_id"])
+        obs = row["observation"] = row.get("observation") or {}
+        try:
+            async with httpx.AsyncClient(trust_env=False, timeout=5) as client:
+                response = await client.get(url)
+                response.raise_for_status()
+                obs["world_events"] = response.json()["events"]
+        except (httpx.HTTPError, ValueError, KeyError, TypeError) as e:
+            obs["world_events_error"] = f"{type(e).__name__}: {e}"
 
     async def _drive(
         self, agent: Agent, task: dict, tools: BrowserTools, budget: float

@@ -37,8 +37,12 @@ class NewsroomResource(ConfigurableResource):
         if self.enabled:
             headers = {VARIANT_HEADER: str(self.variant)} if self.variant is not None else {}
             # Each run is its own reader: the newsroom scopes state and its event log by it.
+            base = f"http://127.0.0.1:{self.port}"
             return Routing.via_proxy(
-                f"http://127.0.0.1:{self.port}", headers=headers, run_header=RUN_HEADER
+                base,
+                headers=headers,
+                run_header=RUN_HEADER,
+                events_url=f"{base}/__newsroom/events?scope=run:{{run_id}}",
             )
         return Routing.direct(allowed_origins)
 
