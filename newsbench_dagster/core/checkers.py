@@ -352,8 +352,36 @@ CHECKERS: dict[str, Callable[[dict, dict | None, dict | None], Verdict]] = {
 }
 
 
+# Longer than any headline, name list or timestamp a page shows: not an answer, a dump.
+MAX_FIELD_CHARS = 2000
+# Fields whose value must be text (authors may also be a list of text).
+_TEXT_FIELDS = ("headline", "url", "published", "modified")
+
+
+def _answer_problem(answer: Any) -> str | None:
+    """Why an agent's answer cannot be scored as given, or None if its shape is fine."""
+    if not isinstance(answer, dict):
+        return f"answer is not an object but {type(answer).__name__}"
+    for key in _TEXT_FIELDS:
+        value = answer.get(key)
+        if value is not None and not isinstance(value, str):
+            return f"answer field {key!r} is {type(value).__name__}, not text"
+        if isinstance(value, str) and len(value) > MAX_FIELD_CHARS:
+            return f"answer field {key!r} is {len(value)} characters long"
+    authors = answer.get("authors")
+    if authors is not None:
+        items = [authors] if isinstance(authors, str) else authors
+        if not isinstance(items, list) or not all(isinstance(a, str) for a in items):
+            return "answer field 'authors' is not text or a list of text"
+        if sum(len(a) for a in items) > MAX_FIELD_CHARS:
+            return "answer field 'authors' is absurdly long"
+    return None
+
+
 def check(intent: str, answer: Any, entry: dict | None, final: dict | None) -> Verdict:
     checker = CHECKERS.get(intent)
     if checker is None:
         return Verdict(False, 0.0, {}, f"no checker for intent {intent!r}")
+    if answer is not None and (problem := _answer_problem(answer)) is not None:
+        return Verdict(False, 0.0, {}, problem)
     return checker(answer if isinstance(answer, dict) else {}, entry, final)

@@ -203,3 +203,21 @@ def test_authors_must_be_the_same_people(newsroom_server, observe_urls, newsroom
     for authors in ([story.authors[0]], [*story.authors, "Anna Schmidt"]):
         v = check("extract_article_metadata", right | {"authors": authors}, obs, obs)
         assert not v.success and not v.components["byline"].passed, authors
+
+
+@pytest.mark.parametrize(
+    "answer,reason",
+    [
+        ("just a string", "answer is not an object but str"),
+        ([1, 2], "answer is not an object but list"),
+        ({"headline": ["a"], "url": None}, "answer field 'headline' is list, not text"),
+        ({"headline": "x" * 5000}, "answer field 'headline' is 5000 characters long"),
+        ({"headline": "A", "authors": [1, 2]}, "answer field 'authors' is not text"),
+        ({"headline": "A", "published": 20261130}, "answer field 'published' is int, not text"),
+    ],
+)
+def test_malformed_answers_fail_with_the_reason(article_obs, answer, reason):
+    obs, _, _ = article_obs
+    for intent in ("find_top_headline", "extract_article_metadata"):
+        v = check(intent, answer, obs, obs)
+        assert not v.success and v.accuracy == 0 and v.reason.startswith(reason), v.reason
