@@ -9,7 +9,7 @@ import sys
 from contextlib import contextmanager
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -18,6 +18,9 @@ from rich.table import Table
 
 from newsbench_dagster.newsroom.world import DEFAULT_SEED
 from newsbench_dagster.paths import DAGSTER_HOME, PROJECT_ROOT, WAREHOUSE_FILE
+
+if TYPE_CHECKING:
+    from newsbench_dagster.core.page_understanding import PageRecord, Timestamp
 
 app = typer.Typer(
     help="Newsbench: continuous evaluation of browser agents on news sites.",
@@ -42,7 +45,8 @@ def _today() -> date:
 
 
 def _fail(message: str, code: int = 1) -> None:
-    err.print(f"[bold red]error:[/] {message}", highlight=False)
+    # One line however long (a path, a URL): rich would wrap it at 80 columns when piped.
+    err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 
@@ -179,6 +183,30 @@ def newsroom_generate(
 
 
 # -- feeds ---------------------------------------------------------------------------------
+def _read_source(source: str, proxy: str | None) -> tuple[bytes, str, str | None]:
+    """Bytes of a file or an http(s) URL, the URL they came from, and the charset an HTTP
+    response declared. *.test URLs go through the newsroom unless a proxy is given."""
+    from urllib.parse import urlsplit
+
+    import httpx
+
+    if source.startswith(("http://", "https://")):
+        host = urlsplit(source).hostname or ""
+        if proxy is None and host.endswith(".test"):
+            proxy = f"http://127.0.0.1:{DEFAULT_PORT}"
+        try:
+            resp = httpx.get(source, proxy=proxy, timeout=15, follow_redirects=True)
+        except httpx.HTTPError as e:
+            _fail(f"{source}: could not fetch: {type(e).__name__}: {e}")
+        if resp.status_code >= 400:
+            _fail(f"{source}: HTTP {resp.status_code}")
+        return resp.content, str(resp.url), resp.charset_encoding
+    path = Path(source)
+    if not path.is_file():
+        _fail(f"{source}: no such file")
+    return path.read_bytes(), path.resolve().as_uri(), None
+
+
 @feeds_app.command("inspect")
 def feeds_inspect(
     source: Annotated[str, typer.Argument(help="A file path or an http(s) URL.")],
@@ -200,28 +228,9 @@ def feeds_inspect(
     malformed, with the items that could be salvaged printed (the producer keeps them too).
     Problems go to stderr, naming the source.
     """
-    from urllib.parse import urlsplit
-
-    import httpx
-
     from newsbench_dagster.core.feeds import parse_document
 
-    if source.startswith(("http://", "https://")):
-        host = urlsplit(source).hostname or ""
-        if proxy is None and host.endswith(".test"):
-            proxy = f"http://127.0.0.1:{DEFAULT_PORT}"
-        try:
-            resp = httpx.get(source, proxy=proxy, timeout=15, follow_redirects=True)
-        except httpx.HTTPError as e:
-            _fail(f"{source}: could not fetch: {type(e).__name__}: {e}")
-        if resp.status_code >= 400:
-            _fail(f"{source}: HTTP {resp.status_code}")
-        content, base = resp.content, str(resp.url)
-    else:
-        path = Path(source)
-        if not path.is_file():
-            _fail(f"{source}: no such file")
-        content, base = path.read_bytes(), path.resolve().as_uri()
+    content, base, _ = _read_source(source, proxy)
     parsed = parse_document(content, base, kind)
     if parsed.error:
         _fail(f"{source}: {parsed.error}")
@@ -242,6 +251,97 @@ def _items_table(source: str, parsed) -> None:
     for item in parsed.items:
         j = item.as_json()
         table.add_row(j["published"] or "", j["language"] or "", j["title"] or "", j["url"] or "")
+    console.print(table)
+
+
+# -- pages ---------------------------------------------------------------------------------
+@app.command("inspect")
+def inspect_page(
+    source: Annotated[str, typer.Argument(help="A saved page (file path) or an http(s) URL.")],
+    url: Annotated[
+        str | None,
+        typer.Option("--url", help="The page's original URL (resolves relative links)."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
+    proxy: Annotated[
+        str | None,
+        typer.Option(
+            help="HTTP proxy for URLs; *.test URLs default to the newsroom on "
+            f"127.0.0.1:{DEFAULT_PORT}."
+        ),
+    ] = None,
+) -> None:
+    """Print what a news page says about itself: headline, authors, times, language, links.
+
+    Each value names the signal it came from (JSON-LD, OpenGraph, microdata, the visible page).
+    Saved bytes are read in the charset they declare. Exit status: 0 read (what is missing and
+    any malformed metadata go to stderr); 1 unreadable; 2 not an HTML page.
+    """
+    from contextlib import suppress
+
+    from newsbench_dagster.core.page_understanding import sniff_non_html, understand
+
+    content, base, charset = _read_source(source, proxy)
+    if kind := sniff_non_html(content):
+        _fail(f"{source}: not an HTML page ({kind})", 2)
+    page: str | bytes = content
+    if charset:  # an HTTP Content-Type charset outranks what the document says
+        with suppress(LookupError):
+            page = content.decode(charset, "replace")
+    record = understand(page, url or (base if base.startswith("http") else None))
+    if not record.is_html:
+        _fail(f"{source}: not an HTML page ({'; '.join(record.errors)})", 2)
+    if as_json:
+        summary = {
+            "headline": record.headline,
+            "authors": list(record.authors),
+            "published": record.published.iso() if record.published else None,
+            "modified": record.modified.iso() if record.modified else None,
+            "language": record.language,
+            "canonical": record.canonical,
+            "is_liveblog": record.is_liveblog,
+            "sources": record.sources,
+        }
+        sys.stdout.write(json.dumps(summary, ensure_ascii=False) + "\n")
+    else:
+        _page_table(source, record)
+    if record.missing:
+        err.print(f"[yellow]missing:[/] {source}: {', '.join(record.missing)}", highlight=False)
+    for problem in record.errors:
+        err.print(f"[yellow]warning:[/] {source}: {problem}", highlight=False)
+
+
+def _page_table(source: str, record: PageRecord) -> None:
+    from rich.markup import escape
+
+    table = Table(title=escape(f"{source} ({record.encoding or 'text'})"))
+    for col in ("field", "value", "source"):
+        table.add_column(col, overflow="fold")
+
+    def when(stamp: Timestamp | None) -> str:
+        return f"{stamp.iso()}  (page: {stamp.raw})" if stamp else ""
+
+    rows = [
+        ("headline", record.headline or ""),
+        ("authors", ", ".join(record.authors)),
+        ("published", when(record.published)),
+        ("modified", when(record.modified)),
+        ("language", record.language or ""),
+        ("canonical", record.canonical or ""),
+        ("amp", record.amp or ""),
+        ("is_liveblog", "yes" if record.is_liveblog else "no"),
+    ]
+    if record.publisher_authors:
+        rows.append(("publisher as author", ", ".join(record.publisher_authors)))
+    if u := record.latest_update:
+        rows.append(("latest update", f"{when(u.time)}  {u.text}"))
+    rows += [("correction", f"{when(c.time)}  {c.text}") for c in record.corrections]
+    sources = {**record.sources, "publisher as author": "jsonld", "correction": "page"}
+    if u:
+        sources["latest update"] = u.source
+    # Page text and source names ("html[lang]") are not rich markup.
+    for field, value in rows:
+        table.add_row(field, escape(value), escape(sources.get(field, "")))
     console.print(table)
 
 
