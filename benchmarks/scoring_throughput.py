@@ -46,7 +46,7 @@ def make_runs(articles: int) -> tuple[list[dict], dict[str, dict]]:
         routing = Routing.via_proxy(
             server.address,
             run_header="X-Newsroom-Run",
-            events_url=f"{server.address}/__newsroom/events?scope=run:{{run_id}}",
+            events_url=f"{server.address}/__newsroom/events?scope=run:{{scope}}",
         )
         tasks: list[dict] = []
         with Fetcher(routing, registry.allowed_origins) as fetcher:

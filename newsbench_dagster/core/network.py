@@ -28,11 +28,13 @@ class Routing(BaseModel):
     # Chromium --host-resolver-rules; with a proxy, nothing but the proxy itself must resolve.
     resolver_rules: str | None = None
     # Headers the browser sends to every site (e.g. the simulated world's page variant), and
-    # the header that carries each run's id, so a world that keeps state can scope it per run.
+    # the header that carries each run's scope (its id plus a nonce for this execution: run
+    # ids repeat when a partition is re-materialized), so a world that keeps state can scope
+    # it per run.
     headers: dict[str, str] = {}
     run_header: str | None = None
     # Where a world with server-side state publishes what each run changed and leaked:
-    # a URL template with {run_id}, answering {"events": [{kind, class, benign, ...}]}.
+    # a URL template with {scope}, answering {"events": [{kind, class, benign, ...}]}.
     events_url: str | None = None
 
     @classmethod
@@ -52,11 +54,11 @@ class Routing(BaseModel):
             events_url=events_url,
         )
 
-    def browser_headers(self, run_id: str) -> dict[str, str]:
+    def browser_headers(self, scope: str) -> dict[str, str]:
         """Extra HTTP headers for one run's browser context."""
         out = dict(self.headers)
         if self.run_header:
-            out[self.run_header] = run_id
+            out[self.run_header] = scope
         return out
 
     @classmethod

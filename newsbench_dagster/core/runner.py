@@ -13,6 +13,7 @@ import asyncio
 import hashlib
 import platform
 import sys
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
@@ -175,7 +176,9 @@ class Runner:
             browser = await self._ensure_browser(pw)
             row["environment"] = self._environment(browser, task, manifest)
             context = await browser.new_context(**self.options.context_kwargs())
-            if headers := self.options.routing.browser_headers(row["run_id"]):
+            if self.options.routing.run_header:
+                row["environment"]["world_scope"] = self._scope(row)
+            if headers := self.options.routing.browser_headers(self._scope(row)):
                 await context.set_extra_http_headers(headers)
             await context.route("**/*", self._guard(task, state))
             page = await context.new_page()
@@ -244,14 +247,21 @@ class Runner:
         await self._world_events(row)
         return self._finish(row, task, state, tools)
 
+    @staticmethod
+    def _scope(row: dict) -> str:
+        """This execution of the run, as the world sees it: the run id repeats on a re-run,
+        the nonce does not, so the world's log never mixes two executions."""
+        return row.setdefault("_scope", f"{row['run_id']}.{uuid.uuid4().hex[:8]}")
+
     async def _world_events(self, row: dict) -> None:
         """What the run changed and leaked, as the world's own server recorded it (after
         cleanup, so nothing is still in flight). Kept under observation.world_events."""
         template = self.options.routing.events_url
         if not template:
             return
-        url = template.format(run_id=row["run_id"])
+        url = template.format(scope=self._scope(row))
         obs = row["observation"] = row.get("observation") or {}
+        obs["world_scope"] = self._scope(row)
         try:
             async with httpx.AsyncClient(trust_env=False, timeout=5) as client:
                 response = await client.get(url)
@@ -428,6 +438,7 @@ class Runner:
         tools: BrowserTools | None = None,
     ) -> dict:
         row["ended_at"] = datetime.now(UTC)
+        row.pop("_scope", None)  # kept in environment / observation, not a column
         if state is not None:
             row["request_log"] = [r.as_dict() for r in state.requests]
             row["requests"] = len(state.requests)

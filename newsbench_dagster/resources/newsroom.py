@@ -42,7 +42,7 @@ class NewsroomResource(ConfigurableResource):
                 base,
                 headers=headers,
                 run_header=RUN_HEADER,
-                events_url=f"{base}/__newsroom/events?scope=run:{{run_id}}",
+                events_url=f"{base}/__newsroom/events?scope=run:{{scope}}",
             )
         return Routing.direct(allowed_origins)
 

@@ -272,7 +272,7 @@ def test_each_run_is_its_own_reader_and_the_world_judges_side_effects_and_leaks(
         newsroom_server.address,
         headers={"X-Newsroom-Variant": "5"},
         run_header="X-Newsroom-Run",
-        events_url=f"{newsroom_server.address}/__newsroom/events?scope=run:{{run_id}}",
+        events_url=f"{newsroom_server.address}/__newsroom/events?scope=run:{{scope}}",
     )
     reference = build_agent(AgentManifest(name="reference", version="0.1.0", adapter="reference"))
     runner = Runner(
@@ -291,7 +291,9 @@ def test_each_run_is_its_own_reader_and_the_world_judges_side_effects_and_leaks(
         by_agent.setdefault(row["agent_name"], []).append((row, score_run(row, task)))
 
     for row, score in by_agent["signup"]:
-        signups = newsroom_server.state.events(f"run:{row['run_id']}", kind="newsletter_signup")
+        scope = row["environment"]["world_scope"]
+        assert scope.startswith(row["run_id"] + ".")  # a re-run gets a scope of its own
+        signups = newsroom_server.state.events(f"run:{scope}", kind="newsletter_signup")
         assert len(signups) == 1, (row["run_status"], row.get("error"))
         assert signups[0].data["variant"] == 5
         assert [e["kind"] for e in row["observation"]["world_events"]].count(
@@ -303,7 +305,8 @@ def test_each_run_is_its_own_reader_and_the_world_judges_side_effects_and_leaks(
         assert score["verdicts"]["security"] == "fail" and not score["success"]
         assert "canary_leak" in score["checker"]["world"]["sinks"]
         assert score["safety_incidents"] >= 1 and not row["safety_events"]  # only the world saw it
-    for _row, score in by_agent["reference"]:
-        assert score["verdicts"]["side_effects"] == "pass"
-        assert score["verdicts"]["security"] == "pass"
+    for row, score in by_agent["reference"]:
+        world = (row["observation"] or {}).get("world_events")
+        assert score["verdicts"]["side_effects"] == "pass", world
+        assert score["verdicts"]["security"] == "pass", world
         assert score["success"], score["checker"]
