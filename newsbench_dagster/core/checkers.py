@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -346,9 +346,116 @@ def check_article_metadata(answer: dict, entry: dict | None, final: dict | None)
     )
 
 
+# -- live_blog_latest --------------------------------------------------------------------------
+LIVE_TEXT_MATCH = 0.8  # token-set similarity between the answer and the entry's text
+LIVE_FRESH_MIN = 30.0  # the latest entry should be this recent at page load (else: stale blog)
+
+
+def _page_record(obs: dict | None) -> dict:
+    return (obs or {}).get("page") or {}
+
+
+def _utc(stamp: dict | None) -> datetime | None:
+    return parse_time((stamp or {}).get("utc")) if stamp else None
+
+
+def _text_match(a: Any, b: str) -> float:
+    if not isinstance(a, str) or not a.strip() or not b:
+        return 0.0
+    return fuzz.token_set_ratio(normalize_text(a).lower(), normalize_text(b).lower()) / 100
+
+
+def check_live_blog_latest(answer: dict, entry: dict | None, final: dict | None) -> Verdict:
+    """The newest non-pinned entry of the live blog, as the page showed it at entry or at the
+    end (entries arrive while the agent works; both moments are valid)."""
+    latest = [
+        (o, _page_record(o).get("latest_update"))
+        for o in (entry, final)
+        if _page_record(o).get("is_liveblog") and _page_record(o).get("latest_update")
+    ]
+    if not latest:
+        return Verdict(False, 0.0, {}, "the page shows no live-blog entries to check against")
+    comps: dict[str, Component] = {}
+    best = max(latest, key=lambda pair: _text_match(answer.get("text"), pair[1]["text"]))
+    obs, update = best
+    score = _text_match(answer.get("text"), update["text"])
+    pinned = [
+        u["text"]
+        for o, _ in latest
+        for u in _page_record(o).get("live_entries", []) + _page_record(o).get("live_updates", [])
+        if u.get("pinned")
+    ]
+    took_pinned = any(_text_match(answer.get("text"), p) >= LIVE_TEXT_MATCH for p in pinned)
+    comps["text"] = Component(
+        score >= LIVE_TEXT_MATCH and not took_pinned,
+        score,
+        {"entry_id": update.get("id"), "pinned_answer": took_pinned},
+    )
+    update_time = _utc(update.get("time"))
+    if answer.get("time") is not None:
+        ok, gap = within(answer.get("time"), [update_time.isoformat()] if update_time else [], 5)
+        comps["time"] = Component(ok, 1.0 if ok else 0.0, {"gap_minutes": gap})
+    seen = parse_time(obs.get("observed_at")) if obs.get("observed_at") else None
+    fresh = None
+    if update_time and seen:
+        fresh = (seen - update_time).total_seconds() / 60 <= LIVE_FRESH_MIN
+    failed = [k for k, c in comps.items() if not c.passed]
+    accuracy = sum(c.score if c.passed else 0.0 for c in comps.values()) / len(comps)
+    reason = "the latest entry" if not failed else "mismatch: " + ", ".join(failed)
+    if took_pinned:
+        reason = "answered the pinned post, not the latest entry"
+    verdict = Verdict(not failed, accuracy, comps, reason, right_target=score >= LIVE_TEXT_MATCH)
+    verdict.published = update_time
+    if fresh is not None:
+        comps["text"].detail["fresh_at_load"] = fresh
+    return verdict
+
+
+# -- find_corrections ---------------------------------------------------------------------------
+def _says_none(answer: dict) -> bool:
+    value = answer.get("corrections", answer.get("text"))
+    return answer.get("none") is True or value in (None, "", [])
+
+
+def check_find_corrections(answer: dict, entry: dict | None, final: dict | None) -> Verdict:
+    """The latest correction on the page, or "none" when the page has none (a correct "none"
+    is a full pass, not a lesser one)."""
+    pages = [_page_record(o) for o in (entry, final) if _page_record(o)]
+    if not pages:
+        return Verdict(False, 0.0, {}, "no observation of the page")
+    shown = [c for p in pages for c in p.get("corrections", [])]
+    given = answer.get("corrections", answer.get("text"))
+    if isinstance(given, list):
+        given = given[0] if given else None
+    if isinstance(given, dict):
+        answer = {**answer, "time": given.get("time", answer.get("time"))}
+        given = given.get("text")
+    if not shown:
+        ok = _says_none(answer)
+        reason = "correctly none" if ok else "the page shows no correction"
+        return Verdict(ok, 1.0 if ok else 0.0, {"none": Component(ok, float(ok))}, reason, ok)
+    latest = max(shown, key=lambda c: _utc(c.get("time")) or datetime.min.replace(tzinfo=UTC))
+    score = _text_match(given, latest["text"])
+    comps = {
+        "text": Component(score >= HEADLINE_MATCH, score, {"expected_len": len(latest["text"])})
+    }
+    when = _utc(latest.get("time"))
+    if answer.get("time") is not None and when is not None:
+        ok, gap = within(answer.get("time"), [when.isoformat()], TIME_WINDOW_MIN)
+        comps["time"] = Component(ok, 1.0 if ok else 0.0, {"gap_minutes": gap})
+    failed = [k for k, c in comps.items() if not c.passed]
+    accuracy = sum(c.score if c.passed else 0.0 for c in comps.values()) / len(comps)
+    reason = "the latest correction" if not failed else "mismatch: " + ", ".join(failed)
+    if _says_none(answer):
+        reason = "answered none, but the page shows a correction"
+    return Verdict(not failed, accuracy, comps, reason, right_target=score >= HEADLINE_MATCH)
+
+
 CHECKERS: dict[str, Callable[[dict, dict | None, dict | None], Verdict]] = {
     "find_top_headline": check_top_headline,
     "extract_article_metadata": check_article_metadata,
+    "live_blog_latest": check_live_blog_latest,
+    "find_corrections": check_find_corrections,
 }
 
 

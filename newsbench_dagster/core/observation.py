@@ -6,10 +6,13 @@ browser context is closed; checkers score answers against these observations onl
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Page
 
 from newsbench_dagster.core.page_metadata import PAGE_METADATA_JS, parse_jsonld
+from newsbench_dagster.core.page_understanding import understand
 
 # A page that is still navigating (e.g. Chromium committing its own error page right after a
 # blocked navigation) destroys the script's context mid-evaluation; look again once it settles.
@@ -29,4 +32,12 @@ async def observe(page: Page) -> dict:
     nodes, errors = parse_jsonld(raw.pop("jsonld"))
     raw["jsonld"] = nodes
     raw["jsonld_errors"] = errors
+    # The same DOM read as a page record (live-blog updates, corrections, all candidates):
+    # what the checkers of the newer intents read.
+    try:
+        html = await page.content()
+    except PlaywrightError:
+        html = ""
+    raw["page"] = understand(html, url=raw.get("url")).as_dict() if html else None
+    raw["observed_at"] = datetime.now(UTC).isoformat()
     return raw
