@@ -280,10 +280,20 @@ def check_article_metadata(answer: dict, entry: dict | None, final: dict | None)
 
     heads = sig["headline"]
     conflict_reasons = []
+    # The page's own visible headline (main h1, or the document title without the site's
+    # name) settles a disagreement between its metadata, e.g. an SEO og:title next to the
+    # real headline; only an unsettled disagreement fails closed.
+    h1 = [
+        c.get("value")
+        for c in _page_record(entry).get("headline_candidates", [])
+        if c.get("source") in ("h1", "title") and c.get("value")
+    ]
+    settled = any(fuzzy(h, v, names) >= HEADLINE_MATCH for h in h1 for v in heads.values())
     if (
         len(heads) >= 2
         and min(fuzzy(a, b, names) for a in heads.values() for b in heads.values())
         < 1 - CONFLICT_MARGIN
+        and not settled
     ):
         conflict_reasons.append("og:title and JSON-LD headline disagree")
     comps["headline"] = _headline_component(answer.get("headline"), heads, names)

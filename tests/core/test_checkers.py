@@ -221,3 +221,35 @@ def test_malformed_answers_fail_with_the_reason(article_obs, answer, reason):
     for intent in ("find_top_headline", "extract_article_metadata"):
         v = check(intent, answer, obs, obs)
         assert not v.success and v.accuracy == 0 and v.reason.startswith(reason), v.reason
+
+
+def test_seo_og_title_is_settled_by_the_visible_headline(newsroom_server, observe_urls, newsroom):
+    """og:title far from the JSON-LD headline (an SEO title): the page's h1 agrees with the
+    JSON-LD, so this is no conflict; either title is accepted, another story is not."""
+    from newsbench_dagster.core.text import fuzzy
+
+    now = newsroom_server.now()
+    found = None
+    for key in ("harbor", "northgate", "rhein", "isar", "lac", "fleuve"):
+        site = newsroom_server.newsroom.site(key)
+        for s in site.stories(now, 2000):
+            if s.quirk == "og_differs" and fuzzy(s.og_title, s.headline, (site.spec.name,)) < 0.7:
+                found = (site, s)
+                break
+        if found:
+            break
+    if found is None:
+        pytest.skip("no strongly differing og:title among recent stories")
+    site, story = found
+    (obs,) = observe_urls([site.url(story.path)])
+    right = _truth(story, newsroom.now())
+    v = check("extract_article_metadata", right, obs, obs)
+    assert v.success and not v.conflict, v.as_dict()
+    assert check("extract_article_metadata", right | {"headline": story.og_title}, obs, obs).success
+    other = site.stories(now, 3)[0 if site.stories(now, 3)[0].k != story.k else 1]
+    assert not check(
+        "extract_article_metadata", right | {"headline": other.headline}, obs, obs
+    ).success
+    # Without the visible headline's vote the same disagreement still fails closed.
+    blind = {**obs, "page": None}
+    assert check("extract_article_metadata", right, blind, blind).conflict
