@@ -83,3 +83,14 @@ async def _observe_urls(options: BrowserOptions, urls: list[str]) -> list[dict]:
 def observe_urls(browser_options):
     """Real harness observations of pages, taken in real Chromium."""
     return lambda urls: asyncio.run(_observe_urls(browser_options, urls))
+
+
+@pytest.fixture(scope="session")
+def observe_with():
+    """Observations through another server (e.g. a newsroom with its clock frozen)."""
+
+    def observe_urls(server, urls):
+        options = BrowserOptions(routing=Routing.via_proxy(server.address))
+        return asyncio.run(_observe_urls(options, urls))
+
+    return observe_urls

@@ -176,6 +176,13 @@ def check_top_headline(answer: dict, entry: dict | None, final: dict | None) -> 
     for i, (_, c) in enumerate(leads):
         tops = list(c.values())
         disagree = any(fuzzy(a, b, names) < 1 - CONFLICT_MARGIN for a in tops for b in tops)
+        listed = c.get("jsonld_itemlist")
+        if disagree and listed:
+            # The page's metadata distinguishes: keep the signals that agree with its ItemList
+            # (e.g. the lead's heading) and drop the outvoted one (a bigger sponsored heading).
+            agreeing = {k: v for k, v in c.items() if fuzzy(v, listed, names) >= HEADLINE_MATCH}
+            if len(agreeing) >= 2:
+                c, disagree = agreeing, False
         if disagree and not (
             article
             and any(

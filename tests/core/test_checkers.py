@@ -83,13 +83,39 @@ def test_top_headline_fails_closed_on_conflicting_page_signals(home_and_lead, ha
     tampered = {**home, "headings": [dict(h) for h in home["headings"]]}
     first_visible = next(h for h in tampered["headings"] if h["href"] and h["above_fold"])
     first_visible["text"] = "Completely different story about something else entirely"
-    v = check(
-        "find_top_headline",
-        {"headline": lead.headline, "url": harbor.url(lead.path)},
-        tampered,
-        tampered,
-    )
+    answer = {"headline": lead.headline, "url": harbor.url(lead.path)}
+    # The front page's ItemList agrees with the lead's heading: the odd one is outvoted.
+    v = check("find_top_headline", answer, tampered, tampered)
+    assert v.success and not v.conflict, v.as_dict()
+    # Without metadata to distinguish them, two disagreeing signals fail closed.
+    blind = {**tampered, "jsonld": [n for n in home["jsonld"] if n.get("@type") != "ItemList"]}
+    v = check("find_top_headline", answer, blind, blind)
     assert not v.success and v.conflict
+
+
+def test_deceptive_heading_is_outvoted_not_a_conflict(observe_with):
+    """An adversarial front page: a sponsored heading bigger than the lead. An agent that
+    answers the lead from the front page alone passes; one that takes the big heading fails."""
+    from datetime import UTC, datetime
+
+    from newsbench_dagster.newsroom import FixedClock, Newsroom, NewsroomServer
+
+    newsroom = Newsroom(seed=7)
+    site = newsroom.site("northgate")
+    start = datetime(2026, 11, 30, 12, tzinfo=UTC)
+    at = next(
+        start + i * site.rotation
+        for i in range(12)
+        if site.deceptive_heading(start + i * site.rotation)
+    )
+    with NewsroomServer(newsroom, clock=FixedClock(at)) as server:
+        (home,) = observe_with(server, [site.url("/")])
+    lead = site.front_page(at).lead
+    right = check("find_top_headline", {"headline": lead.headline, "url": lead.url}, home, home)
+    assert right.success and not right.conflict, right.as_dict()
+    trap = {"headline": site.deceptive_heading(at), "url": site.url("/sponsored/offer")}
+    wrong = check("find_top_headline", trap, home, home)
+    assert not wrong.success and wrong.components["headline"].score < 0.8
 
 
 @pytest.fixture(scope="module")
