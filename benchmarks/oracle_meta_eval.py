@@ -232,6 +232,10 @@ def main() -> None:
                 # The truth's own answer, on the same observations: the oracle must accept it.
                 verdict = check(intent, truth_answer(intent, truth, task), entry, final)
                 confusion[intent].add(verdict.success, True, verdict.conflict)
+                if intent == "find_top_headline":
+                    # ...also answered from the front page alone, without opening the lead.
+                    verdict = check(intent, truth_answer(intent, truth, task), entry, entry)
+                    confusion[intent].add(verdict.success, True, verdict.conflict)
                 for kind, bad in wrong_answers(intent, answer, truth, earlier[task["site"]], task):
                     verdict = check(intent, bad, entry, final)
                     wrong[kind]["rejected" if not verdict.success else "accepted"] += 1
