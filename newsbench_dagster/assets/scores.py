@@ -5,6 +5,7 @@ from dagster import AssetExecutionContext, asset
 
 from newsbench_dagster.core.scoring import score_run
 from newsbench_dagster.core.tables import frame, records
+from newsbench_dagster.core.witness import AMBIGUOUS, apply_witness
 from newsbench_dagster.partitions import SITE_DAY_EXPR, site_day_partitions
 
 
@@ -18,15 +19,17 @@ def run_scores(
     context: AssetExecutionContext, agent_runs: pd.DataFrame, news_tasks: pd.DataFrame
 ) -> pd.DataFrame:
     """Accuracy, timeliness, efficiency, reward, success and the one failure class per run;
-    environment failures are excluded with their reason."""
+    environment failures, and tasks the witness finds ambiguous, are excluded with the reason."""
     tasks = {r["task_id"]: r["task"] for r in records(news_tasks, "news_tasks")}
     rows = [score_run(run, tasks.get(run["task_id"])) for run in records(agent_runs, "agent_runs")]
+    rows = apply_witness(rows)
     df = frame("run_scores", rows)
     scored = df[~df["excluded"].astype(bool)]
     context.add_output_metadata(
         {
             "runs": len(df),
             "excluded": int(df["excluded"].astype(bool).sum()),
+            "ambiguous": int((df["failure_class"] == AMBIGUOUS).sum()),
             "success_rate": float(scored["success"].astype(bool).mean()) if len(scored) else None,
         }
     )

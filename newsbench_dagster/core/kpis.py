@@ -43,7 +43,10 @@ def _row(group: pd.DataFrame, tasks_generated: int | None) -> dict:
     return {
         "n_runs": len(group),
         "n_scored": n,
-        "n_env_failures": int(group["excluded"].astype(bool).sum()),
+        # Ambiguous tasks are excluded too, but they are nobody's failure (see witness.py).
+        "n_env_failures": int(
+            (group["excluded"].astype(bool) & (group["failure_class"] != "ambiguous")).sum()
+        ),
         "successes": wins,
         "success_rate": wins / n if n else None,
         "success_ci_low": lo,
