@@ -153,8 +153,11 @@ def newsroom_truth(
     at: Annotated[str | None, typer.Option(help="ISO instant (default: now).")] = None,
     seed: Annotated[int, typer.Option(help="World seed.")] = DEFAULT_SEED,
 ) -> None:
-    """Print what a site shows at an instant, as JSON: lead, articles' true metadata, live blog,
-    corrections, redesigns and traps. For meta-evaluation; checkers never read it."""
+    """Print what a site shows at an instant, as JSON (ground truth for meta-evaluation).
+
+    Lead, each feed article's true metadata and defects, live blog, corrections, redesigns
+    and traps. Checkers and agents never read it.
+    """
     newsroom = _newsroom(seed)
     key = _site_key(newsroom, site)
     instant = _instant(at) or datetime.now(UTC)
@@ -171,8 +174,11 @@ def newsroom_generate(
     ] = False,
     world_seed: Annotated[int, typer.Option(help="World seed.")] = DEFAULT_SEED,
 ) -> None:
-    """Render one seeded variant of a form page (labels, nesting, hydration delay, decoys,
-    field order, ids); the task and its truth are the same for every seed."""
+    """Render one seeded layout variant of a form page.
+
+    The seed varies label association, nesting, hydration delay, decoys, field order and ids;
+    the fields, their meaning and the task's truth are the same for every seed.
+    """
     from newsbench_dagster.newsroom import variation
 
     _site_key(_newsroom(world_seed), site)
