@@ -16,24 +16,27 @@ PAGE_METADATA_JS = (
 )
 
 
+def flatten_jsonld(value: Any, into: list[dict] | None = None) -> list[dict]:
+    """The typed nodes of one parsed JSON-LD value, flattening lists and `@graph`."""
+    nodes = [] if into is None else into
+    if isinstance(value, list):
+        for v in value:
+            flatten_jsonld(v, nodes)
+    elif isinstance(value, dict):
+        if "@graph" in value:
+            flatten_jsonld(value["@graph"], nodes)
+        if "@type" in value:
+            nodes.append(value)
+    return nodes
+
+
 def parse_jsonld(blocks: list[str]) -> tuple[list[dict], list[str]]:
     """Parsed JSON-LD nodes (flattening lists and `@graph`) and the errors of bad blocks."""
     nodes: list[dict] = []
     errors: list[str] = []
-
-    def walk(value: Any) -> None:
-        if isinstance(value, list):
-            for v in value:
-                walk(v)
-        elif isinstance(value, dict):
-            if "@graph" in value:
-                walk(value["@graph"])
-            if "@type" in value:
-                nodes.append(value)
-
     for i, raw in enumerate(blocks):
         try:
-            walk(json.loads(raw))
+            flatten_jsonld(json.loads(raw), nodes)
         except (json.JSONDecodeError, TypeError) as e:
             errors.append(f"JSON-LD block {i}: {e}")
     return nodes, errors
@@ -48,9 +51,12 @@ ARTICLE_TYPES = {
     "Article",
     "NewsArticle",
     "ReportageNewsArticle",
-    "LiveBlogPosting",
+    "ReportageNews",
     "AnalysisNewsArticle",
     "OpinionNewsArticle",
+    "BackgroundNewsArticle",
+    "ReviewNewsArticle",
+    "LiveBlogPosting",
     "BlogPosting",
 }
 

@@ -31,6 +31,8 @@ from extruct.w3cmicrodata import MicrodataExtractor
 from lxml import etree
 from rapidfuzz import fuzz
 
+from newsbench_dagster.core.page_metadata import ARTICLE_TYPES, flatten_jsonld
+
 try:  # optional: human-readable dates in the page's language ("30. November 2026, 15:04 Uhr")
     import dateparser
     from dateparser.search import search_dates
@@ -38,18 +40,6 @@ except ImportError:  # pragma: no cover - exercised only where dateparser is not
     dateparser = None
     search_dates = None
 
-ARTICLE_TYPES = {
-    "Article",
-    "NewsArticle",
-    "ReportageNewsArticle",
-    "ReportageNews",
-    "AnalysisNewsArticle",
-    "OpinionNewsArticle",
-    "BackgroundNewsArticle",
-    "ReviewNewsArticle",
-    "LiveBlogPosting",
-    "BlogPosting",
-}
 SITE_NAME_MATCH = 90  # rapidfuzz ratio at or above which a byline is the site's name
 # Separators between a headline and a site name in <title> and og:title.
 _SEPARATOR = re.compile(r"\s+(?:\||-|–|—|::|·|»)\s+")
@@ -386,22 +376,11 @@ class _Reader:
     def jsonld(self) -> list[dict]:
         extractor = JsonLdExtractor()
         nodes: list[dict] = []
-
-        def walk(value: Any) -> None:
-            if isinstance(value, list):
-                for v in value:
-                    walk(v)
-            elif isinstance(value, dict):
-                if "@graph" in value:
-                    walk(value["@graph"])
-                if "@type" in value:
-                    nodes.append(value)
-
         scripts = self.doc.xpath('//script[@type="application/ld+json"]')
         for i, script in enumerate(scripts, start=1):
             # Block by block, so one broken block is reported and the others are kept.
             try:
-                walk(extractor.extract_items(script))
+                flatten_jsonld(extractor.extract_items(script), nodes)
             except Exception as e:
                 self.errors.append(f"jsonld: malformed block {i}: {e}")
         return nodes
