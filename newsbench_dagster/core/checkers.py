@@ -153,11 +153,14 @@ def _lead_candidates(obs: dict | None) -> dict[str, str]:
 
 def check_top_headline(answer: dict, entry: dict | None, final: dict | None) -> Verdict:
     pred = answer.get("headline") if isinstance(answer, dict) else None
-    # The lead may rotate while the agent works: the entry page and, if the agent came back
-    # to it, the final page are both valid moments.
-    homepages = [
-        o for o in (entry, final) if o and _same_page(o.get("url"), (entry or {}).get("url"))
-    ]
+    # The lead may rotate while the agent works: the entry page, the final page if the agent
+    # came back to it, and the harness's probe of the entry page at the end are all valid
+    # moments of the window.
+    moments = {"entry": entry, "final": final, "probe": (final or {}).get("entry_probe")}
+    moments = {
+        k: o for k, o in moments.items() if o and _same_page(o.get("url"), (entry or {}).get("url"))
+    }
+    homepages = list(moments.values())
     comps: dict[str, Component] = {}
     leads = [(o, _lead_candidates(o)) for o in homepages]
     comps["lead_heading_in_main"] = Component(
@@ -173,7 +176,7 @@ def check_top_headline(answer: dict, entry: dict | None, final: dict | None) -> 
 
     candidates: dict[str, str] = {}
     conflict = False
-    for i, (_, c) in enumerate(leads):
+    for moment, (_, c) in zip(moments, leads, strict=True):
         tops = list(c.values())
         disagree = any(fuzzy(a, b, names) < 1 - CONFLICT_MARGIN for a in tops for b in tops)
         listed = c.get("jsonld_itemlist")
@@ -192,7 +195,7 @@ def check_top_headline(answer: dict, entry: dict | None, final: dict | None) -> 
             )
         ):
             conflict = True
-        candidates.update({f"{k}@{'entry' if i == 0 else 'final'}": v for k, v in c.items()})
+        candidates.update({f"{k}@{moment}": v for k, v in c.items()})
     if article:
         candidates.update({f"article_{k}": v for k, v in article["headline"].items()})
 

@@ -10,6 +10,7 @@ environment failure, never as an agent failure.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import platform
 import sys
@@ -52,6 +53,15 @@ class _RunState:
     requests: list[RequestRecord] = field(default_factory=list)
     safety_events: list[dict] = field(default_factory=list)
     console_errors: list[str] = field(default_factory=list)
+
+
+# Intents whose right answer can change while the agent works: the entry page is probed
+# again at the end of the run.
+PROBED_INTENTS = frozenset({"find_top_headline"})
+
+
+def _same_url(a: str | None, b: str | None) -> bool:
+    return bool(a and b) and a.split("#", 1)[0].rstrip("/") == b.split("#", 1)[0].rstrip("/")
 
 
 def run_id_for(task_id: str, agent_version: str, trial: int) -> str:
@@ -209,6 +219,8 @@ class Runner:
             # The harness's own look at the page, before anything is closed.
             final_obs = await self._observe(page)
             row["observation"] = {"entry": entry_obs, "final": final_obs}
+            if final_obs is not None and task["intent"] in PROBED_INTENTS:
+                await self._probe_entry(browser, task, final_obs)
             if final_obs is None:
                 row.update(
                     run_status="env_failure",
@@ -246,6 +258,28 @@ class Runner:
                     row["cleanup_error"] = f"{type(e).__name__}: {e}"
         await self._world_events(row)
         return self._finish(row, task, state, tools)
+
+    async def _probe_entry(self, browser: Browser, task: dict, final_obs: dict) -> None:
+        """The entry page once more, at the end of the run, in a context of the harness's
+        own: with the entry observation it brackets the run, and an answer that matches any
+        state seen in that window is right (a lead may rotate while the agent works). Kept in
+        the final observation as `entry_probe`; a failed probe is recorded, never fatal."""
+        if _same_url(final_obs.get("url"), task["entry_url"]):
+            return  # the final observation already is the entry page at the end
+        context = None
+        try:
+            context = await browser.new_context(**self.options.context_kwargs())
+            page = await context.new_page()
+            await page.goto(task["entry_url"], wait_until="domcontentloaded", timeout=10_000)
+            final_obs["entry_probe"] = await asyncio.wait_for(
+                observe(page), self.settings.observe_timeout_s
+            )
+        except (PlaywrightError, TimeoutError) as e:
+            final_obs["entry_probe_error"] = str(e).splitlines()[0] if str(e) else "timeout"
+        finally:
+            if context is not None:
+                with contextlib.suppress(Exception):  # cleanup must never raise
+                    await asyncio.wait_for(context.close(), self.settings.cleanup_timeout_s)
 
     @staticmethod
     def _scope(row: dict) -> str:
