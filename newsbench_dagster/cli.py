@@ -50,6 +50,16 @@ def _fail(message: str, code: int = 1) -> None:
     raise typer.Exit(code)
 
 
+# Where URLs are fetched from: the same choice for every command that reads one.
+ProxyOption = Annotated[
+    str | None,
+    typer.Option(
+        help="HTTP proxy for URLs; *.test URLs default to the newsroom on "
+        f"127.0.0.1:{DEFAULT_PORT}."
+    ),
+]
+
+
 # -- newsroom ------------------------------------------------------------------------------
 def _instant(text: str | None, option: str = "--at") -> datetime | None:
     if text is None:
@@ -220,13 +230,7 @@ def feeds_inspect(
     kind: Annotated[
         str | None, typer.Option(help="rss, atom, sitemap or homepage; default: sniff")
     ] = None,
-    proxy: Annotated[
-        str | None,
-        typer.Option(
-            help="HTTP proxy for URLs; *.test URLs default to the newsroom on "
-            f"127.0.0.1:{DEFAULT_PORT}."
-        ),
-    ] = None,
+    proxy: ProxyOption = None,
 ) -> None:
     """Print the items the producer reads from a feed or sitemap.
 
@@ -269,13 +273,7 @@ def inspect_page(
         typer.Option("--url", help="The page's original URL (resolves relative links)."),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
-    proxy: Annotated[
-        str | None,
-        typer.Option(
-            help="HTTP proxy for URLs; *.test URLs default to the newsroom on "
-            f"127.0.0.1:{DEFAULT_PORT}."
-        ),
-    ] = None,
+    proxy: ProxyOption = None,
 ) -> None:
     """Print what a news page says about itself: headline, authors, times, language, links.
 

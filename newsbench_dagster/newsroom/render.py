@@ -118,7 +118,6 @@ class Visitor:
 
     show_consent: bool
     tracking: bool
-    consent: str | None  # "accept" | "reject" | None (not chosen yet)
 
 
 def consent_choice(site: SiteWorld, request: Request, state: NewsroomState | None) -> str | None:
@@ -138,7 +137,6 @@ def visitor(site: SiteWorld, request: Request, state: NewsroomState | None) -> V
         show_consent=eu and choice is None,
         # EU readers are tracked only after accepting; elsewhere by default, as sites do.
         tracking=choice == "accept" or (not eu and choice is None),
-        consent=choice,
     )
 
 
@@ -213,7 +211,7 @@ def render_home(
     return _render(site, "home.html", ctx)
 
 
-def _json_ld(site: SiteWorld, story: Story, at: datetime, truncated: bool = False) -> Markup | None:
+def _json_ld(site: SiteWorld, story: Story, at: datetime) -> Markup | None:
     """The article's JSON-LD, honouring the story's metadata quirk."""
     if story.quirk == "missing_jsonld":
         return None
@@ -268,7 +266,7 @@ def render_article(
         story=story,
         modified=modified,
         updated=modified > story.published,
-        json_ld=_json_ld(site, story, at, truncated),
+        json_ld=_json_ld(site, story, at),
         truncated=truncated,
         correction=story.correction_at(at),
         amp_href=AMP_PREFIX + story.path if site.spec.amp else None,

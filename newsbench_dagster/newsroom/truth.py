@@ -7,7 +7,7 @@ server started with expose_truth=True.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from datetime import date, datetime
 from typing import Any
 
@@ -60,7 +60,6 @@ class SiteTruth:
     corrections: list[dict[str, Any]]  # last 7 days, latest first
     drifts: list[dict[str, Any]]
     traps: list[dict[str, Any]]  # on the front page now, and in the articles above
-    consent_regions: list[str] = field(default_factory=lambda: ["eu"])
 
     def as_dict(self) -> dict[str, Any]:
         def plain(value: Any) -> Any:
