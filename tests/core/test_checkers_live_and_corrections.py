@@ -4,20 +4,26 @@ invented correction, "none" when there is one)."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
 from newsbench_dagster.core.checkers import check
+from newsbench_dagster.newsroom import FixedClock, Newsroom, NewsroomServer
+
+# Mid-afternoon in Paris: the day's live blog has been running for hours.
+LIVE_AT = datetime(2026, 11, 30, 14, 30, tzinfo=UTC)
 
 
 @pytest.fixture(scope="module")
-def live(newsroom_server, observe_urls):
-    site = newsroom_server.newsroom.site("lac")
-    now = newsroom_server.now()
-    blog = site.current_liveblog(now)
-    (obs,) = observe_urls([blog.url])
-    entries = blog.entries(newsroom_server.now())
-    if len(entries) < 2 or entries[0] != blog.entries(now)[0]:
-        pytest.skip("the blog has too few entries now, or gained one while observing")
+def live(observe_with):
+    newsroom = Newsroom(seed=7)
+    site = newsroom.site("lac")
+    blog = site.current_liveblog(LIVE_AT)
+    with NewsroomServer(newsroom, clock=FixedClock(LIVE_AT)) as server:
+        (obs,) = observe_with(server, [blog.url])
+    entries = blog.entries(LIVE_AT)
+    assert len(entries) >= 2 and blog.live(LIVE_AT)
     return obs, blog, entries
 
 
