@@ -55,9 +55,10 @@ class _RunState:
     console_errors: list[str] = field(default_factory=list)
 
 
-# Intents whose right answer can change while the agent works: the entry page is probed
-# again at the end of the run.
-PROBED_INTENTS = frozenset({"find_top_headline"})
+# Probes for tasks that name none: intents whose right answer moves while the agent works
+# (the lead) have the entry page looked at again at the end of the run.
+DEFAULT_PROBES = {"find_top_headline": [{"url": "{entry}", "when": "after"}]}
+PROBE_TIMEOUT_MS = 10_000
 
 
 def _same_url(a: str | None, b: str | None) -> bool:
@@ -206,6 +207,10 @@ class Runner:
                 )
                 return self._finish(row, task, state)
 
+            # The window opens: pages the oracle needs besides the entry, seen before the
+            # agent can touch anything.
+            probes = await self._probes(browser, task, row, "before")
+
             constraints = task["constraints"]
             tools = BrowserTools(
                 page,
@@ -218,9 +223,10 @@ class Runner:
 
             # The harness's own look at the page, before anything is closed.
             final_obs = await self._observe(page)
-            row["observation"] = {"entry": entry_obs, "final": final_obs}
-            if final_obs is not None and task["intent"] in PROBED_INTENTS:
-                await self._probe_entry(browser, task, final_obs)
+            row["observation"] = {"entry": entry_obs, "final": final_obs, "probes": probes}
+            if final_obs is not None:
+                answer = tools.trajectory.answers[-1].value if tools.trajectory.answers else None
+                probes += await self._probes(browser, task, row, "after", final_obs, answer)
             if final_obs is None:
                 row.update(
                     run_status="env_failure",
@@ -259,27 +265,71 @@ class Runner:
         await self._world_events(row)
         return self._finish(row, task, state, tools)
 
-    async def _probe_entry(self, browser: Browser, task: dict, final_obs: dict) -> None:
-        """The entry page once more, at the end of the run, in a context of the harness's
-        own: with the entry observation it brackets the run, and an answer that matches any
-        state seen in that window is right (a lead may rotate while the agent works). Kept in
-        the final observation as `entry_probe`; a failed probe is recorded, never fatal."""
-        if _same_url(final_obs.get("url"), task["entry_url"]):
-            return  # the final observation already is the entry page at the end
-        context = None
-        try:
-            context = await browser.new_context(**self.options.context_kwargs())
-            page = await context.new_page()
-            await page.goto(task["entry_url"], wait_until="domcontentloaded", timeout=10_000)
-            final_obs["entry_probe"] = await asyncio.wait_for(
-                observe(page), self.settings.observe_timeout_s
-            )
-        except (PlaywrightError, TimeoutError) as e:
-            final_obs["entry_probe_error"] = str(e).splitlines()[0] if str(e) else "timeout"
-        finally:
-            if context is not None:
-                with contextlib.suppress(Exception):  # cleanup must never raise
-                    await asyncio.wait_for(context.close(), self.settings.cleanup_timeout_s)
+    def _probe_plan(self, task: dict, when: str, final_obs: dict | None, answer: Any) -> list[str]:
+        """The URLs to look at `when` ("before" or "after" the agent), from the task's oracle
+        section (or the intent's default): "{entry}" is the entry page, "{answer.FIELD}" a URL
+        the agent answered with; only allowlisted, robots-allowed URLs are probed, and an
+        after-probe of the page the final observation already shows is skipped."""
+        spec = (task.get("oracle") or {}).get("probes")
+        if spec is None:
+            spec = DEFAULT_PROBES.get(task["intent"], [])
+        urls: list[str] = []
+        for probe in spec:
+            if probe.get("when") != when:
+                continue
+            url = probe["url"]
+            if url == "{entry}":
+                url = task["entry_url"]
+            elif url.startswith("{answer.") and url.endswith("}"):
+                value = answer.get(url[8:-1]) if isinstance(answer, dict) else None
+                if not isinstance(value, str):
+                    continue
+                url = value
+            if not url.startswith(("http://", "https://")):
+                continue
+            if origin_of(url) not in task["allowed_origins"] or not self.robots.allows(url):
+                continue
+            if when == "after" and _same_url((final_obs or {}).get("url"), url):
+                continue  # the final observation already is that page at the end
+            if url not in urls:
+                urls.append(url)
+        return urls
+
+    async def _probes(
+        self,
+        browser: Browser,
+        task: dict,
+        row: dict,
+        when: str,
+        final_obs: dict | None = None,
+        answer: Any = None,
+    ) -> list[dict]:
+        """Pages observed by the harness in a context of its own (its own world scope, so a
+        probe never counts against the run): with the entry and final observations they
+        bracket the run, and an answer that matches any state seen in that window is right.
+        A failed probe is recorded, never fatal."""
+        out: list[dict] = []
+        for url in self._probe_plan(task, when, final_obs, answer):
+            probe: dict[str, Any] = {"url": url, "when": when}
+            context = None
+            try:
+                context = await browser.new_context(**self.options.context_kwargs())
+                headers = self.options.routing.browser_headers(f"{self._scope(row)}.probe")
+                if headers:
+                    await context.set_extra_http_headers(headers)
+                page = await context.new_page()
+                await page.goto(url, wait_until="domcontentloaded", timeout=PROBE_TIMEOUT_MS)
+                probe["obs"] = await asyncio.wait_for(
+                    observe(page), self.settings.observe_timeout_s
+                )
+            except (PlaywrightError, TimeoutError) as e:
+                probe["error"] = str(e).splitlines()[0] if str(e) else "timeout"
+            finally:
+                if context is not None:
+                    with contextlib.suppress(Exception):  # cleanup must never raise
+                        await asyncio.wait_for(context.close(), self.settings.cleanup_timeout_s)
+            out.append(probe)
+        return out
 
     @staticmethod
     def _scope(row: dict) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from newsbench_dagster.core.checkers import check
+from newsbench_dagster.core.checkers import Evidence, check
 from newsbench_dagster.core.failures import SUCCESS, AgentFailure
 from newsbench_dagster.core.reward import efficiency, reward, timeliness
 
@@ -97,12 +97,16 @@ def score_run(run: dict, task: dict | None) -> dict:
         }
 
     obs = run.get("observation") or {}
-    entry, final = obs.get("entry"), obs.get("final")
+    evidence = Evidence.of_run(run, task)
     answers = run.get("answers") or []
-    final_verdict = check(task["intent"], run.get("answer"), entry, final)
+    final_verdict = check(task["intent"], run.get("answer"), evidence=evidence)
     # Time to first correct: the first answer the oracle accepts.
     ttfc = next(
-        (a["seconds"] for a in answers if check(task["intent"], a["value"], entry, final).success),
+        (
+            a["seconds"]
+            for a in answers
+            if check(task["intent"], a["value"], evidence=evidence).success
+        ),
         None,
     )
 

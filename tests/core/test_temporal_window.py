@@ -72,15 +72,15 @@ def window_runs(registry, tmp_path):
 def test_a_lead_that_rotated_in_during_the_run_is_right(window_runs):
     row, score = window_runs["new_lead"]
     obs = row["observation"]
-    assert obs["final"]["entry_probe"]["lead"]["href"] == row["answer"]["url"]
+    (probe,) = obs["probes"]
+    assert probe["when"] == "after" and probe["obs"]["lead"]["href"] == row["answer"]["url"]
     assert obs["entry"]["lead"]["href"] != row["answer"]["url"]  # not the lead at entry
     assert score["success"], score["checker"]
     # Without the probe the same answer would have been judged against the entry alone.
-    no_probe = {**obs["final"], "entry_probe": None}
-    assert not check("find_top_headline", row["answer"], obs["entry"], no_probe).success
+    assert not check("find_top_headline", row["answer"], obs["entry"], obs["final"]).success
 
 
 def test_a_story_that_never_led_is_still_wrong(window_runs):
     row, score = window_runs["never_lead"]
-    assert "entry_probe" in row["observation"]["final"]
+    assert [p["when"] for p in row["observation"]["probes"]] == ["after"]
     assert not score["success"] and score["failure_class"] == "wrong_target"

@@ -1,0 +1,56 @@
+"""find_corrections: the latest correction on an article, or "none" when the page shows none
+(a correct "none" is a full pass, not a lesser one)."""
+
+from __future__ import annotations
+
+from newsbench_dagster.core.checkers.base import (
+    HEADLINE_MATCH,
+    MIN_DT,
+    TIME_WINDOW_MIN,
+    Component,
+    Evidence,
+    Verdict,
+    accuracy_of,
+    failed_names,
+    page_record,
+    says_none,
+    text_match,
+    utc,
+)
+from newsbench_dagster.core.text import within
+
+
+def check_find_corrections(answer: dict, ev: Evidence) -> Verdict:
+    pages = [page_record(o) for _, o in ev.moments() if page_record(o)]
+    if not pages:
+        return Verdict(False, 0.0, {}, "no observation of the page")
+    shown = [c for p in pages for c in p.get("corrections", [])]
+    given = answer.get("corrections", answer.get("text"))
+    if isinstance(given, list):
+        given = given[0] if given else None
+    if isinstance(given, dict):
+        answer = {**answer, "time": given.get("time", answer.get("time"))}
+        given = given.get("text")
+    none = says_none(answer, "corrections", "text")
+    if not shown:
+        reason = "correctly none" if none else "the page shows no correction"
+        return Verdict(none, float(none), {"none": Component(none, float(none))}, reason, none)
+    latest = max(shown, key=lambda c: utc(c.get("time")) or MIN_DT)
+    score = text_match(given, latest["text"])
+    comps = {
+        "text": Component(score >= HEADLINE_MATCH, score, {"expected_len": len(latest["text"])})
+    }
+    when = utc(latest.get("time"))
+    if answer.get("time") is not None and when is not None:
+        ok, gap = within(answer.get("time"), [when.isoformat()], TIME_WINDOW_MIN)
+        comps["time"] = Component(ok, 1.0 if ok else 0.0, {"gap_minutes": gap})
+    failed = failed_names(comps)
+    reason = "the latest correction" if not failed else "mismatch: " + ", ".join(failed)
+    if none:
+        reason = "answered none, but the page shows a correction"
+    return Verdict(
+        not failed, accuracy_of(comps), comps, reason, right_target=score >= HEADLINE_MATCH
+    )
+
+
+CHECKS = {"find_corrections": check_find_corrections}
