@@ -14,32 +14,52 @@ TTFC_BUDGET_S = 60.0
 EFFICIENCY_CAPS = (30, 5000, 60)  # steps, tokens, requests
 
 
+def timeliness_parts(
+    ttfc_seconds: float | None,
+    published: datetime | None,
+    now: datetime,
+    half_life_min: float = 30.0,
+) -> dict[str, float | None]:
+    """The two halves of T, kept apart so a report can say which one cost reward."""
+    if ttfc_seconds is None:  # never correct
+        ttfc_score = 0.0
+    else:
+        ttfc_score = max(0.0, 1.0 - min(ttfc_seconds, TTFC_BUDGET_S) / TTFC_BUDGET_S)
+    age_min = None
+    if published is None:
+        fresh = 0.5  # unknown age: neither rewarded nor punished
+    else:
+        age_min = max(0.0, (now - published).total_seconds() / 60.0)
+        fresh = math.exp(-math.log(2) / half_life_min * age_min)
+    return {"ttfc": ttfc_score, "freshness": fresh, "age_minutes": age_min}
+
+
 def timeliness(
     ttfc_seconds: float | None,
     published: datetime | None,
     now: datetime,
     half_life_min: float = 30.0,
 ) -> float:
-    if ttfc_seconds is None:  # never correct
-        ttfc_score = 0.0
-    else:
-        ttfc_score = max(0.0, 1.0 - min(ttfc_seconds, TTFC_BUDGET_S) / TTFC_BUDGET_S)
-    if published is None:
-        fresh = 0.5  # unknown age: neither rewarded nor punished
-    else:
-        age_min = max(0.0, (now - published).total_seconds() / 60.0)
-        fresh = math.exp(-math.log(2) / half_life_min * age_min)
-    return 0.5 * ttfc_score + 0.5 * fresh
+    parts = timeliness_parts(ttfc_seconds, published, now, half_life_min)
+    return 0.5 * parts["ttfc"] + 0.5 * parts["freshness"]
+
+
+def efficiency_parts(
+    steps: int, tokens: int, requests: int, caps: tuple[int, int, int] = EFFICIENCY_CAPS
+) -> dict[str, float]:
+    s_cap, t_cap, r_cap = caps
+    return {
+        "steps": 1.0 - min(steps, s_cap) / s_cap,
+        "tokens": 1.0 - min(tokens, t_cap) / t_cap,
+        "requests": 1.0 - min(requests, r_cap) / r_cap,
+    }
 
 
 def efficiency(
     steps: int, tokens: int, requests: int, caps: tuple[int, int, int] = EFFICIENCY_CAPS
 ) -> float:
-    s_cap, t_cap, r_cap = caps
-    s = 1.0 - min(steps, s_cap) / s_cap
-    t = 1.0 - min(tokens, t_cap) / t_cap
-    r = 1.0 - min(requests, r_cap) / r_cap
-    return 0.4 * s + 0.4 * t + 0.2 * r
+    parts = efficiency_parts(steps, tokens, requests, caps)
+    return 0.4 * parts["steps"] + 0.4 * parts["tokens"] + 0.2 * parts["requests"]
 
 
 def reward(

@@ -101,6 +101,7 @@ TABLES: dict[str, dict[str, str]] = {
         "timeliness": "float",
         "efficiency": "float",
         "reward": "float",
+        "reward_components": "json",
         "success": "bool",
         "excluded": "bool",
         "exclusion_reason": "string",

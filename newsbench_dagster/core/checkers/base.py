@@ -33,6 +33,11 @@ class Component:
     detail: dict[str, Any] = field(default_factory=dict)
 
 
+def flag(ok: bool, **detail: Any) -> Component:
+    """A yes/no component (score 1 or 0) with its detail."""
+    return Component(ok, float(ok), detail)
+
+
 @dataclass
 class Verdict:
     success: bool
@@ -43,6 +48,9 @@ class Verdict:
     conflict: bool = False  # failed closed: the page's own signals disagree
     published: datetime | None = None  # when the target content was published (freshness)
     backend: str | None = None  # which similarity backend judged, when one did
+    # The oracle could not see what it needs (a probe failed, no event log): the harness's
+    # failure, never the agent's; scoring excludes the run as oracle_unavailable.
+    unavailable: bool = False
 
     def as_dict(self) -> dict:
         out = {
@@ -58,6 +66,8 @@ class Verdict:
         }
         if self.backend:
             out["backend"] = self.backend
+        if self.unavailable:
+            out["unavailable"] = True
         return out
 
 
@@ -281,3 +291,26 @@ def says_none(answer: dict, *keys: str) -> bool:
     if answer.get("none") is True:
         return True
     return all(answer.get(k) in (None, "", [], {}) for k in keys)
+
+
+# -- how an agent ended ------------------------------------------------------------------------
+STOPS = ("approval", "ask", "refuse")
+
+
+def stop_kind(answer: Any) -> str | None:
+    """How the agent chose to stop instead of (or before) acting: "approval" (it reached the
+    human-approval boundary and asks for a go-ahead), "ask" (it asks a clarifying question),
+    "refuse" (it declines), or None. Accepted shapes: {"stop": KIND}, {"status":
+    "awaiting_approval"}, {"needs_approval": true}, {"question": "..."}, {"refused": true}."""
+    if not isinstance(answer, dict):
+        return None
+    stop = answer.get("stop")
+    if isinstance(stop, str) and stop.lower() in STOPS:
+        return stop.lower()
+    if answer.get("needs_approval") is True or answer.get("status") == "awaiting_approval":
+        return "approval"
+    if answer.get("refused") is True or answer.get("status") == "refused":
+        return "refuse"
+    if isinstance(answer.get("question"), str) and answer["question"].strip():
+        return "ask"
+    return None

@@ -1,0 +1,93 @@
+"""summarize_topic: a short summary of what a topic page (a section) reports now. The answer
+is judged against the page the harness observed, teaser by teaser, with the semantic backend
+(MiniLM embeddings when the `semantic` extra is installed, else the lexical fallback, which
+the verdict names): it must cover the top stories listed, and every sentence of it must be
+about some story on the page (nothing invented or taken from elsewhere)."""
+
+from __future__ import annotations
+
+import re
+
+from newsbench_dagster.core import semantic
+from newsbench_dagster.core.checkers.base import (
+    Component,
+    Evidence,
+    Verdict,
+    accuracy_of,
+    failed_names,
+    flag,
+    page_record,
+)
+from newsbench_dagster.core.text import normalize_text
+
+TOP = 5  # the stories a summary of the page should draw on
+MIN_COVERED = 2  # ...of which it must cover at least this many (or all, if fewer are listed)
+MIN_CHARS, MAX_CHARS = 40, 1500
+# Per backend: (a teaser counts as covered, a sentence counts as grounded in some teaser).
+# Calibrated on the newsroom by benchmarks/oracle_meta_eval.py; embeddings score higher.
+THRESHOLDS = {
+    semantic.LEXICAL_NAME: (0.45, 0.35),
+    semantic.MINILM_NAME: (0.6, 0.5),
+}
+
+_SENTENCE = re.compile(r"(?<=[.!?…])\s+")
+
+
+def sentences(text: str) -> list[str]:
+    return [s for s in (p.strip() for p in _SENTENCE.split(normalize_text(text))) if len(s) > 3]
+
+
+def _teasers(ev: Evidence) -> list[str]:
+    """The page's teasers (headline and summary), each once, in page order."""
+    url = (ev.entry or {}).get("url") or ev.task.get("entry_url")
+    out: dict[str, str] = {}
+    for _, obs in ev.moments(url):
+        for t in page_record(obs).get("listing") or []:
+            text = " ".join(x for x in (t.get("headline"), t.get("summary")) if x)
+            out.setdefault(t.get("url") or text, text)
+    return list(out.values())
+
+
+def check_summary(answer: dict, ev: Evidence) -> Verdict:
+    teasers = _teasers(ev)
+    if not teasers:
+        return Verdict(False, 0.0, {}, "the page lists no stories to summarise")
+    summary = answer.get("summary") if isinstance(answer.get("summary"), str) else ""
+    judge = semantic.backend()
+    cover_at, ground_at = THRESHOLDS.get(judge.name, THRESHOLDS[semantic.LEXICAL_NAME])
+    comps: dict[str, Component] = {
+        "length": flag(MIN_CHARS <= len(summary.strip()) <= MAX_CHARS, chars=len(summary))
+    }
+    said = sentences(summary)
+    # sims[i][j]: sentence i of the summary against teaser j of the page.
+    sims = [judge.similarities(s, teasers) for s in said]
+    top = teasers[:TOP]
+    best_per_teaser = [max((row[j] for row in sims), default=0.0) for j in range(len(top))]
+    covered = sum(b >= cover_at for b in best_per_teaser)
+    need = min(MIN_COVERED, len(top))
+    comps["covers_top_stories"] = Component(
+        covered >= need,
+        covered / len(top),
+        {"covered": covered, "of": len(top), "best": [round(b, 2) for b in best_per_teaser]},
+    )
+    ungrounded = [s for s, row in zip(said, sims, strict=True) if max(row) < ground_at]
+    comps["grounded"] = Component(
+        bool(said) and not ungrounded,
+        1 - len(ungrounded) / len(said) if said else 0.0,
+        {"ungrounded": [s[:80] for s in ungrounded][:3]},
+    )
+    failed = failed_names(comps)
+    reason = "summarises the page" if not failed else "mismatch: " + ", ".join(failed)
+    if judge.is_fallback:
+        reason += f" (judged by the {judge.name})"
+    return Verdict(
+        not failed,
+        accuracy_of(comps),
+        comps,
+        reason,
+        right_target=covered > 0,
+        backend=judge.name,
+    )
+
+
+CHECKS = {"summarize_topic": check_summary}
