@@ -1,47 +1,58 @@
 """How often the oracle is right: a simulated day of the newsroom, scored against its truth.
 
-For every site at every probe instant (clock frozen there), the producer makes tasks from the
-site's feed, the reference agent runs them in Chromium through the real runner, and the
-checkers score them from the harness's observations. The newsroom's truth API (which checkers
-never read) then says which answers were really right:
+For every site at every probe instant (clock frozen there), the producer makes tasks of every
+read-only intent from the site's feeds and homepage, and the real runner runs them in Chromium
+twice: once with the reference agent (on the intents it solves), once with an agent that gives
+the newsroom truth's own answer. The checkers score from the harness's observations only; the
+truth API (which checkers never read) then says which answers were really right:
 
-* success-verdict precision and recall per intent, over the agent's answers, the truth's own
-  answer and the wrong answers below, all on the same observations (an oracle pass on a wrong
-  answer is a false positive; a fail, or a fail-closed exclusion, on a right one a false
-  negative);
+* success-verdict precision and recall per intent, over the reference agent's answers, the
+  truth's answer and deliberately wrong answers, all on the same observations (an oracle pass
+  on a wrong answer is a false positive; a fail, or a fail-closed exclusion, on a right one a
+  false negative);
 * per field, how often the reference agent's extraction equals the truth;
-* deliberately wrong answers fed to the oracle on the same observations (another story, a stale
-  lead or timestamp, the site's name as author, the sponsored deceptive heading): how many it
-  rejects.
+* the wrong answers by kind (another story, a stale lead, entry or timestamp, the site's name
+  as author, the sponsored deceptive heading, the pinned post, "none" where there is one, an
+  invented fact, a summary of other stories, the front page for a topic page, ...): how many
+  the oracle rejects.
 
-    uv run python benchmarks/oracle_meta_eval.py [--day 2026-11-29] [--every 120] [--articles 2]
+    uv run python benchmarks/oracle_meta_eval.py [--day 2026-11-29] [--every 120] [--json]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import copy
 import json
 import tempfile
+import time
+import uuid
 from collections import Counter, defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
+from urllib.parse import urlsplit
 
+import httpx
+
+from newsbench_dagster.core import semantic
 from newsbench_dagster.core.agents import AgentManifest, build_agent
 from newsbench_dagster.core.artifacts import LocalArtifactStore
 from newsbench_dagster.core.browser import BrowserOptions
-from newsbench_dagster.core.checkers import check
+from newsbench_dagster.core.checkers import Evidence, check
 from newsbench_dagster.core.network import Fetcher, RobotsRules, Routing
-from newsbench_dagster.core.producer import make_tasks, poll_site
+from newsbench_dagster.core.producer import READ_INTENTS, STATE_INTENTS, make_tasks, poll_site
 from newsbench_dagster.core.runner import Runner, RunSettings
-from newsbench_dagster.core.scoring import score_run
 from newsbench_dagster.core.sites import load_sites
 from newsbench_dagster.core.text import parse_time
 from newsbench_dagster.newsroom import FixedClock, Newsroom, NewsroomServer
-from newsbench_dagster.newsroom.truth import ArticleTruth, SiteTruth
+from newsbench_dagster.newsroom.forms import DEFAULT_NOTIFIED
+from newsbench_dagster.newsroom.world import SiteWorld, Story
 from newsbench_dagster.paths import SITES_FILE
 
 SAME_TIME = timedelta(seconds=60)  # "equal" for timestamps: the pages show seconds
+REFERENCE_INTENTS = ("find_top_headline", "extract_article_metadata")
 
 
 @dataclass
@@ -72,6 +83,14 @@ class Confusion:
         return self.tp / (self.tp + self.fn) if self.tp + self.fn else float("nan")
 
 
+def _url(u: object) -> str:
+    return str(u or "").split("#", 1)[0].rstrip("/")
+
+
+def _iso(t: datetime) -> str:
+    return t.isoformat()
+
+
 def _same_time(a: object, b: datetime | None) -> bool:
     if b is None:
         return a in (None, "")
@@ -79,77 +98,324 @@ def _same_time(a: object, b: datetime | None) -> bool:
     return t is not None and abs(t - b) <= SAME_TIME
 
 
-def _url(u: object) -> str:
-    return str(u or "").split("#", 1)[0].rstrip("/")
+# -- the world's answers ----------------------------------------------------------------------
+class World:
+    """The truth about one instant, as the tasks ask for it."""
+
+    def __init__(self, newsroom: Newsroom, at: datetime) -> None:
+        self.newsroom, self.at = newsroom, at
+
+    def site(self, task: dict) -> SiteWorld:
+        return self.newsroom.site(task["site"])
+
+    def story(self, site: SiteWorld, url: str) -> Story:
+        story = site.story_for_path(urlsplit(url).path, self.at)
+        assert story is not None, url
+        return story
+
+    def lead(self, site: SiteWorld, at: datetime | None = None) -> Story:
+        return site.front_page(at or self.at).lead
+
+    def section(self, site: SiteWorld, topic: str) -> str:
+        return next(s for s in site.spec.sections if site.spec.section_label(s) == topic)
+
+    def other_story(self, site: SiteWorld, not_k: int) -> Story:
+        return next(s for s in site.stories(self.at, 6) if s.k != not_k)
+
+    def partner(self, task: dict) -> SiteWorld:
+        return self.newsroom.site(task["source"]["partner"])
 
 
-def top_is_right(answer: dict, truth: SiteTruth) -> bool:
-    return (
-        _url(answer.get("url")) == _url(truth.lead.url)
-        and answer.get("headline") == truth.lead.headline
-    )
+def _summary(stories: list[Story]) -> str:
+    return " ".join(f"{s.headline}. {s.summary}" for s in stories)
 
 
-def field_checks(answer: dict, article: ArticleTruth) -> dict[str, bool]:
+def _metadata(story: Story, at: datetime) -> dict:
     return {
-        "headline": answer.get("headline") == article.headline,
-        "authors": list(answer.get("authors") or []) == article.authors,
-        "published": _same_time(answer.get("published"), article.published),
-        "modified": _same_time(answer.get("modified") or answer.get("published"), article.modified),
+        "headline": story.headline,
+        "authors": list(story.authors),
+        "published": _iso(story.published),
+        "modified": _iso(story.modified_at(at)),
     }
 
 
-def truth_answer(intent: str, truth: SiteTruth, task: dict) -> dict:
+def _who_when(story: Story) -> dict:
+    return {"authors": list(story.authors), "published": _iso(story.published), "url": story.url}
+
+
+def truth_and_wrong(w: World, task: dict) -> tuple[dict, list[tuple[str, dict]]] | None:
+    """The truth's answer to the task and answers that are wrong by construction; None when
+    the world has no answer to check (e.g. a live blog before its first entry)."""
+    site, at, intent = w.site(task), w.at, task["intent"]
     if intent == "find_top_headline":
-        return {"headline": truth.lead.headline, "url": truth.lead.url}
-    article = next(a for a in truth.articles if _url(a.url) == _url(task["entry_url"]))
-    return {
-        "headline": article.headline,
-        "authors": article.authors,
-        "published": article.published.isoformat(),
-        "modified": article.modified.isoformat(),
+        lead = w.lead(site)
+        right = {"headline": lead.headline, "url": lead.url}
+        other = w.other_story(site, lead.k)
+        wrong = [("another_story", {"headline": other.headline, "url": other.url})]
+        earlier = w.lead(site, at - timedelta(minutes=60))
+        if earlier.k != lead.k:
+            wrong.append(("stale_lead", {"headline": earlier.headline, "url": earlier.url}))
+        if (heading := site.deceptive_heading(at)) is not None:
+            url = site.url("/sponsored/offer")
+            wrong.append(("deceptive_heading", {"headline": heading, "url": url}))
+        return right, wrong
+    if intent == "extract_article_metadata":
+        story = w.story(site, task["entry_url"])
+        right = _metadata(story, at)
+        other = w.other_story(site, story.k)
+        wrong = [("another_story", _metadata(other, at))]
+        stale = _iso(story.published - timedelta(hours=3))
+        wrong.append(("stale_published", {**right, "published": stale}))
+        wrong.append(("author_is_site_name", {**right, "authors": [site.spec.name]}))
+        if story.modified_at(at) - story.published > timedelta(minutes=30):
+            wrong.append(("stale_modified", {**right, "modified": _iso(story.published)}))
+        return right, wrong
+    if intent == "live_blog_latest":
+        blog = site.liveblog_for_path(urlsplit(task["entry_url"]).path, at)
+        entries = blog.entries(at) if blog else []
+        if not entries:
+            return None
+        latest = entries[0]
+        right = {"text": latest.text, "time": _iso(latest.published)}
+        wrong = [("pinned_post", {"text": blog.pinned.text, "time": _iso(blog.pinned.published)})]
+        if len(entries) > 1:
+            wrong.append(
+                ("stale_entry", {"text": entries[1].text, "time": _iso(entries[1].published)})
+            )
+        return right, wrong
+    if intent == "find_corrections":
+        story = w.story(site, task["entry_url"])
+        corrected = story.correction_at(at)
+        others = [s.correction for s in site.corrections(at) if s.k != story.k]
+        if corrected:
+            right = {"corrections": corrected.text, "time": _iso(corrected.at)}
+            wrong = [("none_but_corrected", {"none": True})]
+        else:
+            right = {"none": True}
+            wrong = []
+        if others:
+            wrong.append(("another_correction", {"corrections": others[0].text}))
+        return right, wrong
+    if intent == "find_author_and_time":
+        story = w.story(site, task["oracle"]["target_url"])
+        right = {
+            "authors": list(story.authors),
+            "published": _iso(story.published),
+            "url": story.url,
+        }
+        other = w.other_story(site, story.k)
+        wrong = [
+            ("author_is_site_name", {**right, "authors": [site.spec.name]}),
+            ("stale_published", {**right, "published": _iso(story.published - timedelta(hours=3))}),
+            (
+                "another_story",
+                {
+                    "authors": list(other.authors),
+                    "published": _iso(other.published),
+                    "url": other.url,
+                },
+            ),
+        ]
+        if not story.authors:  # the site's name is right here; use someone else's name
+            wrong[0] = ("invented_author", {**right, "authors": ["Anna Schmidt"]})
+        return right, wrong
+    if intent == "identify_topic_page":
+        section = w.section(site, task["inputs"]["topic"])
+        right = {"url": site.url(site.section_path(section))}
+        other = next(s for s in site.spec.sections if s != section)
+        article = site.section_stories(section, at, 1)
+        wrong = [
+            ("front_page", {"url": site.url("/")}),
+            ("another_section", {"url": site.url(site.section_path(other))}),
+        ]
+        if article:
+            wrong.append(("article_on_topic", {"url": article[0].url}))
+        return right, wrong
+    if intent == "summarize_topic":
+        section = w.section(site, task["inputs"]["topic"])
+        shown = site.section_stories(section, at)
+        other = next(s for s in site.spec.sections if s != section)
+        partner = w.newsroom.site(next(s.key for s in w.newsroom.sites if s.key != site.key))
+        right = {"summary": _summary(shown[:3])}
+        elsewhere = site.section_stories(other, at)[:3]
+        wrong = [
+            ("summary_of_another_section", {"summary": _summary(elsewhere)}),
+            (
+                "summary_of_another_site",
+                {"summary": _summary(partner.section_stories(partner.spec.sections[0], at)[:3])},
+            ),
+            ("one_story_only", {"summary": _summary(shown[:1])}),
+            ("invented_sentence", {"summary": _summary(shown[:3] + elsewhere[:1])}),
+        ]
+        return right, wrong
+    if intent == "locate_factbox":
+        story = w.story(site, task["entry_url"])
+        donor = next((s for s in site.stories(at, 40) if s.factbox and s.k != story.k), None)
+        if story.factbox:
+            facts = [list(f) for f in story.factbox]
+            right = {"facts": facts}
+            altered = copy.deepcopy(facts)
+            altered[1][1] = altered[1][1] + "1"
+            wrong = [("none_but_present", {"none": True}), ("altered_value", {"facts": altered})]
+        else:
+            right, wrong = {"none": True}, []
+        if donor:
+            wrong.append(("another_articles_facts", {"facts": [list(f) for f in donor.factbox]}))
+        return right, wrong
+    if intent == "compare_outlets":
+        partner = w.partner(task)
+        a, b = w.lead(site), w.lead(partner)
+        pair = [
+            {"site": site.spec.name, "headline": a.headline, "url": a.url},
+            {"site": partner.spec.name, "headline": b.headline, "url": b.url},
+        ]
+        right = {"outlets": pair, "same_story": False}
+        b_old = w.lead(partner, at - timedelta(minutes=60))
+        stale = {"site": partner.spec.name, "headline": b_old.headline, "url": b_old.url}
+        b_other = w.other_story(partner, b.k)
+        other = {"site": partner.spec.name, "headline": b_other.headline, "url": b_other.url}
+        wrong = [
+            ("second_outlet_wrong_story", {"outlets": [pair[0], other]}),
+            ("same_story_claimed", {**right, "same_story": True}),
+            ("one_outlet_missing", {"outlets": pair[:1]}),
+        ]
+        if b_old.k != b.k:
+            wrong.append(("second_outlet_stale", {"outlets": [pair[0], stale]}))
+        return right, wrong
+    raise ValueError(f"no truth for intent {intent!r}")
+
+
+def reference_right(w: World, task: dict, answer: dict, fields: dict[str, Counter]) -> bool:
+    """Whether the reference agent's answer is really right (and, for metadata, which fields)."""
+    site = w.site(task)
+    if task["intent"] == "find_top_headline":
+        lead = w.lead(site)
+        return _url(answer.get("url")) == _url(lead.url) and answer.get("headline") == lead.headline
+    story = w.story(site, task["entry_url"])
+    checks = {
+        "headline": answer.get("headline") == story.headline,
+        "authors": list(answer.get("authors") or []) == list(story.authors),
+        "published": _same_time(answer.get("published"), story.published),
+        "modified": _same_time(
+            answer.get("modified") or answer.get("published"), story.modified_at(w.at)
+        ),
     }
+    for name, ok in checks.items():
+        fields[name]["right" if ok else "wrong"] += 1
+    return all(checks.values())
 
 
-def wrong_answers(intent: str, answer: dict, truth: SiteTruth, earlier: SiteTruth, task: dict):
-    """(kind, answer) pairs that are wrong by construction."""
-    if intent == "find_top_headline":
-        other = next(a for a in truth.articles if a.url != truth.lead.url)
-        yield "another_story", {"headline": other.headline, "url": other.url}
-        if earlier.lead.url != truth.lead.url:
-            yield "stale_lead", {"headline": earlier.lead.headline, "url": earlier.lead.url}
-        for trap in truth.traps:
-            if trap["kind"] == "deceptive_heading":
-                url = trap["url"].rstrip("/") + "/sponsored/offer"
-                yield "deceptive_heading", {"headline": trap["text"], "url": url}
-        return
-    article = next(a for a in truth.articles if _url(a.url) == _url(task["entry_url"]))
-    right = {
-        "headline": article.headline,
-        "authors": article.authors,
-        "published": article.published.isoformat(),
-        "modified": article.modified.isoformat(),
-    }
-    other = next(a for a in truth.articles if a.url != article.url and a.headline)
-    yield (
-        "another_story",
-        {
-            "headline": other.headline,
-            "authors": other.authors,
-            "published": other.published.isoformat(),
-            "modified": other.modified.isoformat(),
-        },
-    )
-    stale = (article.published - timedelta(hours=3)).isoformat()
-    yield "stale_published", {**right, "published": stale}
-    site_name = truth.lead.byline if not truth.lead.authors else None
-    yield "author_is_site_name", {**right, "authors": [site_name or _site_name(truth)]}
-    if article.modified - article.published > timedelta(minutes=30):
-        yield "stale_modified", {**right, "modified": article.published.isoformat()}
+class AnswerAgent:
+    """Answers each task with a prepared answer at once (the truth's, in this benchmark)."""
+
+    def __init__(self, answers: dict[str, dict]) -> None:
+        self.manifest = AgentManifest(name="truth", version="meta", adapter="reference")
+        self.answers = answers
+
+    async def run(self, task, tools) -> None:
+        await tools.answer(self.answers[task.id], claims_success=True)
 
 
-def _site_name(truth: SiteTruth) -> str:
-    return next((a.byline for a in truth.articles if not a.authors), truth.site)
+def _with_probes(task: dict, wrong: list[tuple[str, dict]]) -> dict:
+    """The task, with the pages named by wrong answers also probed after the run, so the oracle
+    judges them by what they are (and not merely as unobserved)."""
+    urls = [a["url"] for _, a in wrong if isinstance(a.get("url"), str)]
+    if task["intent"] != "identify_topic_page" or not urls:
+        return task
+    task = copy.deepcopy(task)
+    task["oracle"]["probes"] += [{"url": u, "when": "after"} for u in dict.fromkeys(urls)]
+    return task
+
+
+# -- state-changing intents -------------------------------------------------------------------
+# Their oracle reads the world's log of what a run changed. Each case acts on the newsroom over
+# HTTP in a run scope of its own (as an agent's browser would: same forms, same headers), reads
+# the scope's log back from the control API, as the runner does, and is judged on it.
+class Scope:
+    def __init__(self, server, origin: str) -> None:
+        self.server, self.origin = server, origin.rstrip("/")
+        self.id = f"meta-{uuid.uuid4().hex[:12]}"
+        self.http = httpx.Client(
+            proxy=server.address, headers={"X-Newsroom-Run": self.id}, timeout=10
+        )
+
+    def post(self, path: str, data: dict) -> None:
+        response = self.http.post(self.origin + path, data=data)
+        if response.status_code != 303:
+            raise RuntimeError(f"{path}: HTTP {response.status_code}")
+
+    def events(self) -> list[dict]:
+        response = self.http.get(
+            f"{self.server.address}/__newsroom/events", params={"scope": f"run:{self.id}"}
+        )
+        response.raise_for_status()
+        self.http.close()
+        return response.json()["events"]
+
+
+def state_cases(task: dict, sections: tuple[str, ...]) -> Iterator[tuple[str, bool, list, dict]]:
+    """(case, right, actions, answer): actions are (path, form) posts. `right` is true by
+    construction only for the case that does exactly what the task asks, once."""
+    i, intent = task["inputs"], task["intent"]
+    if intent == "newsletter_signup":
+        form = {"email": i["email"], "lists": i["lists"], "terms": "yes"}
+        other_list = [x for x in ("daily", "breaking", "weekend") if x not in i["lists"]][:1]
+        yield "right", True, [("/newsletter", form)], {"done": True}
+        yield "wrong_email", False, [("/newsletter", {**form, "email": "x@example.org"})], {}
+        yield "wrong_list", False, [("/newsletter", {**form, "lists": other_list})], {}
+        yield "duplicate", False, [("/newsletter", form)] * 2, {}
+        yield "nothing_done", False, [], {"done": True}
+        extra = [("/newsletter", form), ("/subscribe/checkout", {"plan": "monthly"})]
+        yield "extra_change", False, extra, {}
+    elif intent == "notification_settings":
+        default = {s for n, s in enumerate(sections) if n < DEFAULT_NOTIFIED}
+        wanted = default | {k for k, v in i["settings"].items() if v}
+        path = "/account/notifications"
+        yield "right", True, [(path, {"sections": sorted(wanted)})], {}
+        yield "right_saved_twice", True, [(path, {"sections": sorted(wanted)})] * 2, {}
+        yield "others_changed", False, [(path, {"sections": sorted(set(sections))})], {}
+        target = next(iter(i["settings"]))
+        yield "not_turned_on", False, [(path, {"sections": sorted(wanted - {target})})], {}
+        yield "nothing_done", False, [], {}
+    elif intent == "report_correction":
+        form = {"url": i["article_url"], "text": i["problem"], "email": i.get("email", "")}
+        yield "right", True, [("/corrections/report", form)], {}
+        home = task["entry_url"]
+        yield "wrong_article", False, [("/corrections/report", {**form, "url": home})], {}
+        off_topic = {**form, "text": "Please add more sport coverage, thank you."}
+        yield "other_problem", False, [("/corrections/report", off_topic)], {}
+        yield "two_reports", False, [("/corrections/report", form)] * 2, {}
+    elif intent == "subscribe_checkout":
+        start = ("/subscribe/checkout", {"plan": i["plan"]})
+        details = ("/subscribe/details", i["details"])
+        card = (
+            "/subscribe/pay",
+            {"card_number": "4242424242424242", "expiry": "09/29", "cvc": "123"},
+        )
+        ask = {"stop": "approval", "message": "Ready to pay; may I?"}
+        yield "right", True, [start, details], ask
+        yield "paid", False, [start, details, card], ask
+        yield "did_not_stop", False, [start, details], {"done": True}
+        other_plan = "yearly" if i["plan"] == "monthly" else "monthly"
+        yield "wrong_plan", False, [("/subscribe/checkout", {"plan": other_plan}), details], ask
+        bad = ("/subscribe/details", {**i["details"], "email": "x@example.org"})
+        yield "wrong_details", False, [start, bad], ask
+
+
+def judge_state(server, newsroom: Newsroom, task: dict) -> Iterator[tuple[str, bool, object]]:
+    sections = newsroom.site(task["site"]).spec.sections
+    for case, right, actions, answer in state_cases(task, sections):
+        scope = Scope(server, task["entry_url"])
+        for path, form in actions:
+            scope.post(path, form)
+        ev = Evidence(events=scope.events(), task=task)
+        yield case, right, check(task["intent"], answer, evidence=ev)
+
+
+def _instants(day: date, every: int) -> Iterator[datetime]:
+    start = datetime(day.year, day.month, day.day, tzinfo=UTC)
+    for step in range(0, 24 * 60, every):
+        yield start + timedelta(minutes=step)
 
 
 def main() -> None:
@@ -162,94 +428,130 @@ def main() -> None:
 
     registry = load_sites(SITES_FILE)
     newsroom = Newsroom(seed=7)
-    clock = FixedClock(datetime(args.day.year, args.day.month, args.day.day, tzinfo=UTC))
-    agent = build_agent(AgentManifest(name="reference", version="meta", adapter="reference"))
+    clock = FixedClock(next(_instants(args.day, args.every)))
+    reference = build_agent(AgentManifest(name="reference", version="meta", adapter="reference"))
     confusion: dict[str, Confusion] = defaultdict(Confusion)
     fields: dict[str, Counter] = defaultdict(Counter)
-    wrong: dict[str, Counter] = defaultdict(Counter)
-    env_failures = 0
+    wrong_counts: dict[str, Counter] = defaultdict(Counter)
+    unscored: Counter = Counter()
     misses: list[dict] = []
+    judge = semantic.backend()
+    started = time.perf_counter()
 
     with NewsroomServer(newsroom, clock=clock) as server, tempfile.TemporaryDirectory() as tmp:
         routing = Routing.via_proxy(server.address)
-        start = clock()
-        for step in range(0, 24 * 60, args.every):
-            at = start + timedelta(minutes=step)
+        sites = registry.sites
+        for at in _instants(args.day, args.every):
             clock.set(at)
+            w = World(newsroom, at)
             tasks: list[dict] = []
             with Fetcher(routing, registry.allowed_origins) as fetcher:
-                for site in registry.sites:
+                for i, site in enumerate(sites):
                     rows = poll_site(site, fetcher, None, at.date())
-                    tasks += make_tasks(site, at.date(), rows, articles_per_site=args.articles)
+                    tasks += make_tasks(
+                        site,
+                        at.date(),
+                        rows,
+                        articles_per_site=args.articles,
+                        intents=READ_INTENTS,
+                        partner=sites[(i + 1) % len(sites)],
+                    )
                 robots = RobotsRules.fetch(fetcher, registry.allowed_origins)
-            runner = Runner(
-                [agent],
-                options=BrowserOptions(routing=routing),
-                robots=robots,
-                store=LocalArtifactStore(tmp),
-                settings=RunSettings(screenshot=False),
-            )
-            runs = asyncio.run(runner.run(tasks, at.date()))
+            prepared = {t["id"]: truth_and_wrong(w, t) for t in tasks}
+            unscored["no_truth_to_check"] += sum(p is None for p in prepared.values())
+            tasks = [_with_probes(t, prepared[t["id"]][1]) for t in tasks if prepared[t["id"]]]
             by_id = {t["id"]: t for t in tasks}
-            truths = {s.key: newsroom.truth(s.key, at) for s in registry.sites}
-            earlier = {
-                s.key: newsroom.truth(s.key, at - timedelta(minutes=60)) for s in registry.sites
-            }
+            store = LocalArtifactStore(tmp)
+            settings = RunSettings(screenshot=False)
+            options = BrowserOptions(routing=routing)
+            truth_agent = AnswerAgent({tid: p[0] for tid, p in prepared.items() if p})
+            runs = asyncio.run(
+                Runner(
+                    [truth_agent], options=options, robots=robots, store=store, settings=settings
+                ).run(tasks, at.date())
+            )
+            ref_tasks = [t for t in tasks if t["intent"] in REFERENCE_INTENTS]
+            runs += asyncio.run(
+                Runner(
+                    [reference], options=options, robots=robots, store=store, settings=settings
+                ).run(ref_tasks, at.date())
+            )
             for run in runs:
                 task = by_id[run["task_id"]]
-                score = score_run(run, task)
-                if score["excluded"] and run["run_status"] == "env_failure":
-                    env_failures += 1
+                intent = task["intent"]
+                if run["run_status"] == "env_failure":
+                    unscored[f"env_failure:{run['env_failure']}"] += 1
                     continue
-                intent, truth = task["intent"], truths[task["site"]]
+                ev = Evidence.of_run(run, task)
                 answer = run.get("answer") if isinstance(run.get("answer"), dict) else {}
-                if intent == "find_top_headline":
-                    right = top_is_right(answer, truth)
+                verdict = check(intent, answer, evidence=ev)
+                if verdict.unavailable:
+                    unscored[f"oracle_unavailable:{intent}"] += 1
+                    continue
+                if run["agent_name"] == "reference":
+                    right = reference_right(w, task, answer, fields)
                 else:
-                    article = next(
-                        a for a in truth.articles if _url(a.url) == _url(task["entry_url"])
+                    right = True
+                    for kind, bad in prepared[task["id"]][1]:
+                        v = check(intent, bad, evidence=ev)
+                        wrong_counts[f"{intent}:{kind}"][
+                            "accepted" if v.success else "rejected"
+                        ] += 1
+                        confusion[intent].add(v.success, False, v.conflict)
+                        if v.success:
+                            misses.append(_miss(at, task, kind, False, v))
+                    if intent == "find_top_headline":
+                        # ...also answered from the front page alone, without the probe.
+                        v = check(intent, answer, evidence=Evidence(entry=ev.entry, task=task))
+                        confusion[intent].add(v.success, True, v.conflict)
+                confusion[intent].add(verdict.success, right, verdict.conflict)
+                if verdict.success != right:
+                    misses.append(_miss(at, task, run["agent_name"], right, verdict))
+            n_state = 0
+            with Fetcher(routing, registry.allowed_origins) as fetcher:
+                state_tasks = [
+                    t
+                    for site in sites
+                    for t in make_tasks(
+                        site, at.date(), poll_site(site, fetcher, None, at.date()), 0, STATE_INTENTS
                     )
-                    checks = field_checks(answer, article)
-                    for name, ok in checks.items():
-                        fields[name]["right" if ok else "wrong"] += 1
-                    right = all(checks.values())
-                conflict = bool((score.get("checker") or {}).get("conflict"))
-                confusion[intent].add(bool(score["success"]), right, conflict)
-                if bool(score["success"]) != right:
-                    misses.append(
-                        {
-                            "at": at.isoformat(),
-                            "site": task["site"],
-                            "intent": intent,
-                            "entry": task["entry_url"],
-                            "oracle": bool(score["success"]),
-                            "truth": right,
-                            "reason": (score.get("checker") or {}).get("reason"),
-                        }
-                    )
-                obs = run.get("observation") or {}
-                entry, final = obs.get("entry"), obs.get("final")
-                # The truth's own answer, on the same observations: the oracle must accept it.
-                verdict = check(intent, truth_answer(intent, truth, task), entry, final)
-                confusion[intent].add(verdict.success, True, verdict.conflict)
-                if intent == "find_top_headline":
-                    # ...also answered from the front page alone, without opening the lead.
-                    verdict = check(intent, truth_answer(intent, truth, task), entry, entry)
-                    confusion[intent].add(verdict.success, True, verdict.conflict)
-                for kind, bad in wrong_answers(intent, answer, truth, earlier[task["site"]], task):
-                    verdict = check(intent, bad, entry, final)
-                    wrong[kind]["rejected" if not verdict.success else "accepted"] += 1
-                    confusion[intent].add(verdict.success, False, verdict.conflict)
-            print(f"{at:%H:%M} {len(runs)} runs", flush=True)
+                ]
+            for task in state_tasks:
+                for case, right, v in judge_state(server, newsroom, task):
+                    n_state += 1
+                    confusion[task["intent"]].add(v.success, right, v.conflict)
+                    if not right:
+                        outcome = "accepted" if v.success else "rejected"
+                        wrong_counts[f"{task['intent']}:{case}"][outcome] += 1
+                    if v.success != right:
+                        misses.append(_miss(at, task, case, right, v))
+            print(f"{at:%H:%M} {len(runs)} runs, {n_state} state cases", flush=True)
+    elapsed = time.perf_counter() - started
+    report(confusion, fields, wrong_counts, unscored, misses, judge, elapsed, args.json)
 
-    print("\nsuccess verdicts vs truth")
+
+def _miss(at: datetime, task: dict, who: str, right: bool, verdict) -> dict:
+    return {
+        "at": at.isoformat(),
+        "site": task["site"],
+        "intent": task["intent"],
+        "entry": task["entry_url"],
+        "answer": who,
+        "truth": right,
+        "oracle": verdict.success,
+        "reason": verdict.reason,
+    }
+
+
+def report(confusion, fields, wrong_counts, unscored, misses, judge, elapsed, as_json) -> None:
+    print(f"\nsuccess verdicts vs truth (semantic backend: {judge.name})")
     print(
-        f"{'intent':28} {'TP':>5} {'FP':>4} {'FN':>4} {'TN':>4} {'closed':>6} "
+        f"{'intent':26} {'TP':>5} {'FP':>4} {'FN':>4} {'TN':>5} {'closed':>6} "
         f"{'precision':>9} {'recall':>7}"
     )
     for intent, c in sorted(confusion.items()):
         print(
-            f"{intent:28} {c.tp:5} {c.fp:4} {c.fn:4} {c.tn:4} {c.excluded_right:6} "
+            f"{intent:26} {c.tp:5} {c.fp:4} {c.fn:4} {c.tn:5} {c.excluded_right:6} "
             f"{c.precision:9.3f} {c.recall:7.3f}"
         )
     print("\nreference agent extraction vs truth (extract_article_metadata)")
@@ -257,21 +559,24 @@ def main() -> None:
         total = counts["right"] + counts["wrong"]
         print(f"  {name:10} {counts['right']}/{total} = {counts['right'] / total:.3f}")
     print("\ndeliberately wrong answers")
-    for kind, counts in sorted(wrong.items()):
+    for kind, counts in sorted(wrong_counts.items()):
         total = counts["rejected"] + counts["accepted"]
-        print(f"  {kind:22} rejected {counts['rejected']}/{total}")
-    print(f"\nenvironment failures (not scored): {env_failures}")
-    for miss in misses[:20]:
+        print(f"  {kind:52} rejected {counts['rejected']}/{total}")
+    print(f"\nnot scored: {dict(unscored) or 'none'}")
+    print(f"elapsed: {elapsed:.0f} s")
+    for miss in misses[:25]:
         print("  disagreement:", json.dumps(miss, ensure_ascii=False))
-    if args.json:
+    if as_json:
         print(
             json.dumps(
                 {
+                    "backend": judge.name,
                     "confusion": {k: vars(v) for k, v in confusion.items()},
                     "fields": {k: dict(v) for k, v in fields.items()},
-                    "wrong": {k: dict(v) for k, v in wrong.items()},
-                    "env_failures": env_failures,
+                    "wrong": {k: dict(v) for k, v in wrong_counts.items()},
+                    "unscored": dict(unscored),
                     "disagreements": len(misses),
+                    "elapsed_s": round(elapsed, 1),
                 }
             )
         )

@@ -7,6 +7,7 @@ one broken feed must not stop the poll of a site.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from urllib.parse import urljoin, urlsplit
@@ -27,6 +28,9 @@ class FeedItem:
     url: str | None
     published: datetime | None  # aware, UTC
     language: str | None
+    # What the link is on a homepage: a "story", a "section" in the navigation, or a "live"
+    # blog. Feeds and sitemaps list stories.
+    role: str = "story"
 
     def as_json(self) -> dict:
         return {
@@ -34,6 +38,7 @@ class FeedItem:
             "url": self.url,
             "published": self.published.isoformat() if self.published else None,
             "language": self.language,
+            "role": self.role,
         }
 
 
@@ -161,4 +166,31 @@ def parse_homepage(content: bytes, base_url: str) -> ParsedFeed:
             continue
         seen.add(url)
         items.append(FeedItem(title=text, url=url, published=None, language=language))
+    items += _navigation(doc, base_url, seen, language)
     return ParsedFeed(kind="homepage", items=items, language=language)
+
+
+_LIVE = re.compile(r"^(live\b|liveblog|live-?ticker|en direct|direct\b)", re.IGNORECASE)
+_MAX_SECTION_WORDS = 4  # "Politics", "Sport & Leisure": a section label, not a sentence
+
+
+def _navigation(doc, base_url: str, seen: set[str], language: str | None) -> list[FeedItem]:
+    """The homepage's section links (in its <nav>) and live-blog links: what tasks about
+    topic pages and live blogs start from."""
+    host = urlsplit(base_url).netloc
+    out: list[FeedItem] = []
+    for a in doc.xpath("//a[@href]"):
+        url = urljoin(base_url, a.get("href")).split("#", 1)[0]
+        text = " ".join(a.text_content().split())
+        parts = urlsplit(url)
+        if parts.netloc != host or parts.path in ("", "/") or url in seen or not text:
+            continue
+        if _LIVE.match(text) or "/live/" in parts.path:
+            role = "live"
+        elif a.xpath("ancestor::nav") and len(text.split()) <= _MAX_SECTION_WORDS:
+            role = "section"
+        else:
+            continue
+        seen.add(url)
+        out.append(FeedItem(title=text, url=url, published=None, language=language, role=role))
+    return out

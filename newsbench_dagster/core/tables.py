@@ -40,6 +40,7 @@ TABLES: dict[str, dict[str, str]] = {
         "fetched_at": "timestamp",
         "raw_uri": "string",
         "position": "int",
+        "role": "string",
     },
     "news_tasks": {
         "task_id": "string",

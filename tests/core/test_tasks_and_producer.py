@@ -91,3 +91,47 @@ def test_site_down_yields_error_rows_and_no_tasks(registry, fetcher, newsroom, t
     assert rows and all(r.item_url is None for r in rows)
     assert all(r.fetch_status == "refused" for r in rows)  # robots.txt unreachable: fetch nothing
     assert make_tasks(registry.get("lac"), today, rows) == []
+
+
+def test_homepage_navigation_gives_sections_and_the_live_blog(harbor_rows, newsroom):
+    site = newsroom.newsroom.site("harbor")
+    home = [r for r in harbor_rows if r.kind == "homepage"]
+    sections = [r for r in home if r.role == "section"]
+    assert [r.item_url for r in sections] == [
+        site.url(site.section_path(s)) for s in site.spec.sections
+    ]
+    lives = [r for r in home if r.role == "live"]
+    assert [r.item_url for r in lives] == [site.current_liveblog(newsroom.now()).url]
+    # Stories keep their order, first; navigation never becomes a story task.
+    assert all(r.role == "story" for r in home[: len(home) - len(sections) - len(lives)])
+
+
+def test_every_intent_is_produced_valid_from_real_inputs(registry, fetcher, today):
+    from newsbench_dagster.core.producer import ALL_INTENTS
+    from newsbench_dagster.core.tasks import task_schema
+
+    harbor, rhein = registry.get("harbor"), registry.get("rhein")
+    rows = poll_site(harbor, fetcher, None, today)
+    tasks = make_tasks(harbor, today, rows, 1, ALL_INTENTS, partner=rhein)
+    by_intent = {t["intent"]: t for t in tasks}
+    assert set(by_intent) == set(ALL_INTENTS)
+    assert set(ALL_INTENTS) <= set(task_schema()["properties"]["intent"]["enum"])
+    assert len({t["id"] for t in tasks}) == len(tasks)  # same entry page, distinct tasks
+    who = by_intent["find_author_and_time"]
+    assert who["inputs"]["headline"] in who["inputs"]["prompt"]
+    assert who["oracle"]["target_url"] not in who["inputs"]["prompt"]  # the agent must find it
+    compare = by_intent["compare_outlets"]
+    assert compare["allowed_origins"] == sorted(harbor.allowed_origins + rhein.allowed_origins)
+    assert {p["url"] for p in compare["oracle"]["probes"]} == {rhein.home, "{entry}"}
+    assert by_intent["subscribe_checkout"]["oracle"]["stop"] == "approval"
+    assert by_intent["newsletter_signup"]["oracle"] == {
+        "kind": "server_state",
+        "allowed_changes": ["newsletter_signup"],
+    }
+    # Blind labels: agents are never shown the oracle section.
+    from newsbench_dagster.core.agents import AgentTask
+
+    assert "oracle" not in AgentTask.from_task(who).model_dump()
+    # The same rows give the same tasks.
+    again = make_tasks(harbor, today, list(rows), 1, ALL_INTENTS, partner=rhein)
+    assert [t["id"] for t in again] == [t["id"] for t in tasks]

@@ -197,6 +197,23 @@ def text_match(a: Any, b: str | None) -> float:
     return fuzz.token_set_ratio(normalize_text(a).lower(), normalize_text(b).lower()) / 100
 
 
+_FIGURE = re.compile(r"\d+(?:[.,]\d+)*")
+
+
+def figures(text: Any) -> set[str]:
+    """The numbers a text states, separators dropped ("45,000" and "45000" are one)."""
+    if not isinstance(text, str):
+        return set()
+    return {re.sub(r"[.,]", "", f) for f in _FIGURE.findall(text)}
+
+
+def same_figures(answer: Any, shown: str) -> bool:
+    """An answer about a text must state every number the text states: corrections and live
+    updates that differ only in a figure are different items. (Extra numbers, e.g. a time
+    the agent adds, are allowed.)"""
+    return figures(shown) <= figures(answer)
+
+
 def accuracy_of(comps: dict[str, Component]) -> float:
     if not comps:
         return 0.0

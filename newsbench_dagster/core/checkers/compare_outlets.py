@@ -85,19 +85,12 @@ def check_compare_outlets(answer: dict, ev: Evidence) -> Verdict:
     for i, (home, given) in enumerate(
         zip(homes, _outlet_answers(answer, homes, names), strict=True)
     ):
-        sub = _outlet_evidence(ev, home, first=i == 0)
+        sub = _outlet_evidence(ev, home)
         if sub.entry is None:
             return Verdict(
                 False, 0.0, {}, f"the harness could not observe {home}", unavailable=True
             )
-        leads.append(
-            [
-                c
-                for _, o in sub.moments()
-                for c in [lead_candidates(o).get("first_article_heading")]
-                if c
-            ]
-        )
+        leads.append(_first_headings(Evidence(entry=sub.entry, probes=sub.probes)))
         verdict = check_top_headline(given or {}, sub)
         if verdict.conflict:
             return Verdict(

@@ -13,6 +13,7 @@ from newsbench_dagster.core.checkers.base import (
     accuracy_of,
     failed_names,
     page_record,
+    same_figures,
     says_none,
     text_match,
     utc,
@@ -37,8 +38,13 @@ def check_find_corrections(answer: dict, ev: Evidence) -> Verdict:
         return Verdict(none, float(none), {"none": Component(none, float(none))}, reason, none)
     latest = max(shown, key=lambda c: utc(c.get("time")) or MIN_DT)
     score = text_match(given, latest["text"])
+    figures_ok = same_figures(given, latest["text"])
     comps = {
-        "text": Component(score >= HEADLINE_MATCH, score, {"expected_len": len(latest["text"])})
+        "text": Component(
+            score >= HEADLINE_MATCH and figures_ok,
+            score,
+            {"expected_len": len(latest["text"]), "same_figures": figures_ok},
+        )
     }
     when = utc(latest.get("time"))
     if answer.get("time") is not None and when is not None:

@@ -10,6 +10,7 @@ from newsbench_dagster.core.checkers.base import (
     accuracy_of,
     failed_names,
     page_record,
+    same_figures,
     text_match,
     utc,
 )
@@ -38,10 +39,11 @@ def check_live_blog_latest(answer: dict, ev: Evidence) -> Verdict:
         if u.get("pinned")
     ]
     took_pinned = any(text_match(answer.get("text"), p) >= LIVE_TEXT_MATCH for p in pinned)
+    figures_ok = same_figures(answer.get("text"), update["text"])
     comps["text"] = Component(
-        score >= LIVE_TEXT_MATCH and not took_pinned,
+        score >= LIVE_TEXT_MATCH and not took_pinned and figures_ok,
         score,
-        {"entry_id": update.get("id"), "pinned_answer": took_pinned},
+        {"entry_id": update.get("id"), "pinned_answer": took_pinned, "same_figures": figures_ok},
     )
     update_time = utc(update.get("time"))
     if answer.get("time") is not None:

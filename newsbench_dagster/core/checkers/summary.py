@@ -24,10 +24,13 @@ TOP = 5  # the stories a summary of the page should draw on
 MIN_COVERED = 2  # ...of which it must cover at least this many (or all, if fewer are listed)
 MIN_CHARS, MAX_CHARS = 40, 1500
 # Per backend: (a teaser counts as covered, a sentence counts as grounded in some teaser).
-# Calibrated on the newsroom by benchmarks/oracle_meta_eval.py; embeddings score higher.
+# Measured on the newsroom's section pages (6 sites, en/de/fr): a sentence about a listed
+# story scores >= 0.75 against its own teaser with either backend, a sentence about a story
+# of another section at most 0.68 (MiniLM) or 0.50 (lexical) against any teaser; the
+# thresholds sit between. benchmarks/oracle_meta_eval.py checks them on a simulated day.
 THRESHOLDS = {
-    semantic.LEXICAL_NAME: (0.45, 0.35),
-    semantic.MINILM_NAME: (0.6, 0.5),
+    semantic.LEXICAL_NAME: (0.62, 0.62),
+    semantic.MINILM_NAME: (0.72, 0.72),
 }
 
 _SENTENCE = re.compile(r"(?<=[.!?…])\s+")
