@@ -95,7 +95,7 @@ def test_feeds_inspect_prints_json_lines(newsroom, tmp_path):
     items = [json.loads(line) for line in result.stdout.splitlines()]
     truth = newsroom.newsroom.site("lac").stories(newsroom.now(), limit=20)
     assert [i["title"] for i in items] == [s.headline for s in truth]
-    assert all(set(i) == {"title", "url", "published", "language"} for i in items)
+    assert all(set(i) == {"title", "url", "published", "language", "role"} for i in items)
     assert items[0]["language"] == "fr" and items[0]["url"].startswith("http://lac-matin.test/")
 
     # A URL works too (through the newsroom proxy), sitemaps included.

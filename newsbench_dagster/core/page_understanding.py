@@ -2,8 +2,10 @@
 
 `understand()` reads headline, authors, times, language, links, live-blog updates and
 corrections from structured data (JSON-LD, microdata, OpenGraph, read by extruct) and from the
-visible page (lxml), keeping every candidate with the signal it came from. Bad input never
-raises: the record lists what is `missing` and the `errors` met on the way.
+visible page (lxml), keeping every candidate with the signal it came from. It also says what kind
+of page it is (article, live blog, collection, home or other), its main heading, the story
+teasers listed in its main content and the entries of an article's fact box ("Key facts").
+Bad input never raises: the record lists what is `missing` and the `errors` met on the way.
 
 `dateparser` (language-aware human dates) is optional: without it only machine-readable
 timestamps are read, by python-dateutil.
@@ -19,8 +21,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from functools import cached_property
+from itertools import islice
 from typing import Any
-from urllib.parse import urldefrag, urljoin
+from urllib.parse import urldefrag, urljoin, urlsplit
 
 import lxml.html
 from charset_normalizer import from_bytes
@@ -63,6 +66,60 @@ _BYLINE_XPATH = (
     " or contains(@class, 'autor') or contains(@class, 'signature')]"
 )
 _CORRECTION_WORDS = ("correction", "korrektur", "rectificatif", "erratum")
+_HEADING = "self::h1 or self::h2 or self::h3 or self::h4 or self::h5 or self::h6 or @role='heading'"
+_LOWER = "translate({}, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz')"
+# Fact boxes: what their class or id says, or what their own heading or caption reads.
+FACTBOX_CLASS_WORDS = (
+    "factbox",
+    "fact-box",
+    "fact_box",
+    "infobox",
+    "info-box",
+    "key-facts",
+    "keyfacts",
+    "key_facts",
+    "key-points",
+    "keypoints",
+    "key_points",
+    "fakten",
+    "essentiel",
+)
+FACTBOX_TITLE = re.compile(
+    r"(?:the\s+)?(?:key|quick|fast|main)\s+(?:facts|points)|(?:the\s+)?facts?(?:\s*box)?"
+    r"|fact\s*(?:box|file|sheet)|(?:facts\s+)?at\s+a\s+glance|in\s+brief"
+    r"|auf\s+einen\s+blick|(?:die\s+)?(?:wichtigsten\s+)?fakten|faktenbox|das\s+wichtigste"
+    r"(?:\s+in\s+kürze)?|in\s+kürze|steckbrief"
+    r"|l'essentiel|en\s+bref|rep[èe]res|(?:les\s+)?chiffres[\s-]cl[ée]s|en\s+chiffres"
+    r"|ce\s+qu'il\s+faut\s+(?:retenir|savoir)",
+    re.IGNORECASE,
+)
+_FACT_TRAIL = re.compile(r"[\s:：]+$")
+_FACT_LEAD = re.compile(r"^[\s:：]+")
+_LABEL_TAGS = {"strong", "b", "dfn", "em", "span", "dt", "label", "th"}
+_BOX_TAGS = {"aside", "section", "div", "figure", "table"}
+_TITLE_TAGS = {"h1", "h2", "h3", "h4", "h5", "h6", "caption", "figcaption", "legend", "summary"}
+_TITLE_TAGS |= {"p", "strong", "b", "span"}  # "<p><strong>Key facts</strong></p>"
+_LIST_TAGS = {"dl", "table", "ul", "ol"}
+# Teasers in a listing: what to leave out, and what a summary is not.
+_OUTSIDE_LISTING = {"nav", "aside", "footer"}
+_OUTSIDE_ROLES = {"navigation", "complementary", "contentinfo", "banner", "search"}
+# Sponsored blocks, and other stories' blocks that are not the page's own listing.
+_NOT_LISTING_CLASS = re.compile(
+    r"sponsor|promo|advert|\bads?\b|related|most-?read|popular|populaire|meistgelesen|trending"
+    r"|recommend",
+    re.IGNORECASE,
+)
+# Whole words of a class ("card-section", "breve__date"), not parts ("stage", "update").
+_NOT_SUMMARY_CLASS = re.compile(
+    r"(?<![a-z])(?:byline|author|autor|signature|date|dateline|datetime|datum|time|timestamp"
+    r"|kicker|surtitre|dachzeile|topline|rubri[a-z]*|label|meta|credit|section|tags?)(?![a-z])",
+    re.IGNORECASE,
+)
+_SUMMARY_CLASS = ("summary", "excerpt", "standfirst", "dek", "chapo", "teaser-text", "lede")
+LISTING_LIMIT = 500  # teasers kept at most (a hostile page may have 100,000)
+KINDS = ("article", "liveblog", "collection", "home", "other")
+COLLECTION_TYPES = {"CollectionPage", "ItemList", "SearchResultsPage", "ProfilePage"}
+HOME_PATHS = ("", "/", "/index.html", "/index.htm", "/index.php")
 _NOT_CONTENT = {"a", "button", "form", "input", "link", "meta", "script", "style", "template"}
 
 
@@ -100,6 +157,19 @@ class Correction:
 
 
 @dataclass(frozen=True)
+class Fact:
+    label: str  # whitespace normalised, trailing colon stripped
+    value: str
+
+
+@dataclass(frozen=True)
+class Teaser:
+    headline: str
+    url: str  # absolute, resolved against the page's URL (or its <base>)
+    summary: str | None  # a nearby paragraph, when the teaser shows one
+
+
+@dataclass(frozen=True)
 class PageRecord:
     url: str | None
     is_html: bool
@@ -120,6 +190,12 @@ class PageRecord:
     live_entries: tuple[LiveUpdate, ...] = ()  # entries visible on the page
     latest_update: LiveUpdate | None = None  # newest non-pinned, by time
     corrections: tuple[Correction, ...] = ()
+    # One of KINDS: from JSON-LD types, og:type, the URL path ("/" is home), else structure.
+    kind: str = "other"
+    main_heading: str | None = None  # the h1 (or aria-level 1 heading) under main
+    factbox: tuple[Fact, ...] = ()  # the fact box's entries in page order; () when none
+    factbox_title: str | None = None  # its heading or caption ("Key facts")
+    listing: tuple[Teaser, ...] = ()  # story teasers under main, in page order
     sources: dict[str, str] = field(default_factory=dict)  # field -> signal it came from
     missing: tuple[str, ...] = ()
     errors: tuple[str, ...] = ()
@@ -428,6 +504,12 @@ class _Reader:
         return _first(self.doc.xpath("descendant::*[self::main or @role='main'][1]"))
 
     # visible page
+    def main_heading(self) -> str | None:
+        """The h1 (or role=heading aria-level=1) under main; with no main, the page's first."""
+        heading = "descendant::*[self::h1 or (@role='heading' and @aria-level='1')][1]"
+        found = (self.main if self.main is not None else self.doc).xpath(heading)
+        return (_text(found[0]) or None) if found else None
+
     def h1(self) -> str | None:
         heading = "descendant::*[self::h1 or (@role='heading' and @aria-level='1')][1]"
         found = self.main.xpath(heading) if self.main is not None else []
@@ -551,6 +633,16 @@ def _understand(data: str | bytes, url: str | None, site_names: Sequence[str]) -
     canonical = r.link("canonical")
     if canonical:
         r.sources["canonical"] = "link[rel=canonical]"
+    listing = tuple(r.guard("listing", lambda: _listing(r), []))
+    factbox_title, factbox = r.guard("factbox", lambda: _factbox(r), (None, ()))
+    types: set[str] = set()
+    for node in [*nodes, *items]:
+        types |= _types(node)
+    kind = r.guard(
+        "kind",
+        lambda: _kind(r, url or canonical, types, og, blog is not None, live_entries, listing),
+        "other",
+    )
     if blog:
         r.sources["is_liveblog"] = "jsonld"
     for what, value in (
@@ -583,6 +675,11 @@ def _understand(data: str | bytes, url: str | None, site_names: Sequence[str]) -
         live_entries=live_entries,
         latest_update=latest,
         corrections=tuple(r.guard("corrections", lambda: _corrections(r, language), [])),
+        kind=kind,
+        main_heading=r.guard("main_heading", r.main_heading, None),
+        factbox=factbox,
+        factbox_title=factbox_title,
+        listing=listing,
         sources=r.sources,
         missing=tuple(r.missing),
         errors=tuple(r.errors),
@@ -822,3 +919,316 @@ def _corrections(r: _Reader, language: str | None) -> list[Correction]:
             )
         out.append(Correction(text=text, time=stamp))
     return out
+
+
+# -- what kind of page ---------------------------------------------------------------------
+def _kind(
+    r: _Reader,
+    url: str | None,
+    types: set[str],
+    og: dict,
+    blog: bool,
+    live_entries: Sequence[LiveUpdate],
+    listing: Sequence[Teaser],
+) -> str:
+    """home (the URL's path is "/"), liveblog, article, collection or other: from JSON-LD and
+    microdata types, og:type, then the page's structure (an article with its own h1; several
+    story teasers under main)."""
+    try:
+        path = urlsplit(url).path if url else None
+    except ValueError:  # e.g. a broken IPv6 host in a canonical link
+        path = None
+    if path is not None and path in HOME_PATHS:
+        return "home"
+    if blog or "LiveBlogPosting" in types:
+        return "liveblog"
+    if types & (ARTICLE_TYPES - {"LiveBlogPosting"}):
+        return "article"
+    # Visible entries are read only where the page looks live (see _looks_live).
+    if sum(not e.pinned for e in live_entries) >= 2:
+        return "liveblog"
+    og_type = (og.get("og:type") or "").lower()
+    if og_type == "article" or og_type.startswith("article:") or og.get("article:published_time"):
+        return "article"
+    if types & COLLECTION_TYPES:
+        return "collection"
+    scope = r.main if r.main is not None else r.doc
+    # An article's own headline: an h1 inside an <article> that links nowhere.
+    heading = "(self::h1 or (@role='heading' and @aria-level='1')) and not(.//a[@href])"
+    if scope.xpath(f"descendant::article[descendant::*[{heading}]][1]") and len(listing) < 2:
+        return "article"
+    if len(listing) >= 2:
+        return "collection"
+    return "other"
+
+
+# -- story teasers -------------------------------------------------------------------------
+def _outside_listing(el: Any, stop: Any) -> bool:
+    """Inside navigation, an aside, a footer, a page header (an article's own header may hold
+    a headline) or a sponsored block."""
+    header = False
+    for a in el.iterancestors():
+        if a is stop:
+            break
+        tag = a.tag if isinstance(a.tag, str) else ""
+        if tag in _OUTSIDE_LISTING or (a.get("role") or "").lower() in _OUTSIDE_ROLES:
+            return True
+        if a.get("data-sponsored") or _NOT_LISTING_CLASS.search(a.get("class") or ""):
+            return True
+        if tag == "header":
+            header = True
+        elif tag == "article":
+            header = False
+    return header
+
+
+def _listing(r: _Reader) -> list[Teaser]:
+    """Story teasers under main (the whole page when there is none), in page order: a link in
+    a heading (or holding one) is a headline; a nearby paragraph is its summary."""
+    scope = r.main if r.main is not None else _first(r.doc.xpath("//body"))
+    scope = r.doc if scope is None else scope
+    links = scope.xpath(
+        f".//a[@href][ancestor::*[{_HEADING}] or descendant::*[{_HEADING}]"
+        " or contains(@class, 'headline')]"
+    )
+    found: list[tuple[Any, str, str]] = []  # (anchor node, url, headline)
+    seen: set[str] = set()
+    for a in links:
+        href = (a.get("href") or "").strip()
+        if not href or href.startswith(("#", "javascript:", "mailto:", "tel:")):
+            continue
+        if _outside_listing(a, scope):
+            continue
+        heading = _first(a.xpath(f"ancestor::*[{_HEADING}][1]"))
+        if heading is None:
+            heading = _first(a.xpath(f"descendant::*[{_HEADING}][1]"))
+        if heading is not None and a in heading.iterancestors():
+            headline = _text(heading)  # the link holds the heading (and perhaps more)
+        else:
+            headline = _text(a) or (_text(heading) if heading is not None else "")
+        try:
+            url = urljoin(r.base or "", href)
+        except ValueError:
+            url = href
+        if not headline or urldefrag(url).url in seen:
+            continue
+        seen.add(urldefrag(url).url)
+        found.append((heading if heading is not None else a, url, headline))
+        if len(found) >= LISTING_LIMIT:
+            break
+    # Which teasers each ancestor holds: a teaser's block is its largest ancestor holding no
+    # other teaser (a card, a list item), where its summary is looked for.
+    holds: dict[Any, set[str]] = {}
+    for anchor, url, _ in found:
+        for a in anchor.iterancestors():
+            if a is scope:
+                break
+            holds.setdefault(a, set()).add(url)
+    out = []
+    for anchor, url, headline in found:
+        block = anchor
+        for a in anchor.iterancestors():
+            if a is scope or holds.get(a, set()) - {url}:
+                break
+            block = a
+        out.append(Teaser(headline=headline, url=url, summary=_summary(block, anchor, headline)))
+    return out
+
+
+def _summary(block: Any, anchor: Any, headline: str) -> str | None:
+    """The first summary-like paragraph after the headline in its block, else the nearest one
+    before it (some designs put the teaser text above the headline)."""
+    if block is anchor:
+        return None
+
+    def candidate(el: Any) -> bool:
+        tag = el.tag if isinstance(el.tag, str) else ""
+        cls = (el.get("class") or "").lower() if tag else ""
+        if tag != "p" and not (any(c in cls for c in _SUMMARY_CLASS) and el.find(".//p") is None):
+            return False
+        return not _NOT_SUMMARY_CLASS.search(cls)
+
+    def summary(el: Any) -> str | None:
+        if anchor in el.iterancestors() or el in anchor.iterancestors():
+            return None
+        if el.find(".//time") is not None:
+            return None  # a dateline
+        text = _text(el)
+        linked = _clean(" ".join(_text(x) for x in el.iter("a")))
+        return None if not text or text in (linked, headline) else text
+
+    before: list[Any] = []
+    after = False
+    checked = 0
+    for el in block.iter():
+        if el is anchor:
+            after = True
+        elif candidate(el):
+            if not after:
+                before.append(el)
+                continue
+            if (text := summary(el)) is not None:
+                return text
+            checked += 1
+            if checked >= 20:
+                break
+    for el in reversed(before[-20:]):
+        if (text := summary(el)) is not None:
+            return text
+    return None
+
+
+# -- fact boxes ----------------------------------------------------------------------------
+def _fact_text(text: str, *, label: bool) -> str:
+    text = _clean(text.replace("\xa0", " "))
+    return _FACT_TRAIL.sub("", text) if label else _FACT_LEAD.sub("", text)
+
+
+def _title_text(el: Any) -> str:
+    return _fact_text(_text(el).replace("\u2019", "'"), label=True)
+
+
+def _dl_facts(dl: Any) -> list[Fact]:
+    facts: list[Fact] = []
+    label: str | None = None
+    values: list[str] = []
+
+    def close() -> None:
+        if label and values:
+            facts.append(Fact(label, ", ".join(values)))
+
+    for el in dl.iter("dt", "dd"):
+        if el.tag == "dt":
+            close()
+            label, values = _fact_text(_text(el), label=True), []
+        elif label and (value := _fact_text(_text(el), label=False)):
+            values.append(value)
+    close()
+    return facts
+
+
+def _table_facts(table: Any) -> list[Fact]:
+    facts = []
+    for row in table.iter("tr"):
+        cells = [c for c in row if isinstance(c.tag, str) and c.tag in ("th", "td")]
+        if len(cells) < 2 or all(c.tag == "th" for c in cells):
+            continue  # a header row, or a row that is not label + value
+        label = _fact_text(_text(cells[0]), label=True)
+        value = _fact_text(" ".join(_text(c) for c in cells[1:]), label=False)
+        if label and value:
+            facts.append(Fact(label, value))
+    return facts
+
+
+def _item_fact(item: Any) -> Fact | None:
+    """ "<strong>Label:</strong> value", "<b>Label</b> value" or "Label: value"."""
+    children = [c for c in item if isinstance(c.tag, str)]
+    first = children[0] if children else None
+    if first is not None and not (item.text or "").strip() and first.tag in _LABEL_TAGS:
+        label = _fact_text(_text(first), label=True)
+        rest = [first.tail or ""]
+        for c in children[1:]:
+            rest += [_text(c), c.tail or ""]
+        value = _fact_text(" ".join(rest), label=False)
+        if label and value and len(label) <= 60:
+            return Fact(label, value)
+    text = _clean(_text(item).replace("\xa0", " "))
+    head, colon, tail = text.partition(":")
+    if colon and head.strip() and len(head) <= 40 and len(head.split()) <= 5:
+        value = _fact_text(tail, label=False)
+        if value:
+            return Fact(_fact_text(head, label=True), value)
+    return None
+
+
+def _facts_in(el: Any) -> list[Fact]:
+    """Entries from the first definition list, table or list in `el` that has any; failing
+    those, from its paragraphs ("<strong>Label</strong> value")."""
+    for source in el.xpath(
+        "descendant-or-self::*[self::dl or self::table or self::ul or self::ol]"
+    )[:10]:
+        if source.tag == "dl":
+            facts = _dl_facts(source)
+        elif source.tag == "table":
+            facts = _table_facts(source)
+        else:
+            facts = [f for li in source if li.tag == "li" and (f := _item_fact(li))]
+        if facts:
+            return facts
+    return [f for p in el.xpath("./p | ./div") if (f := _item_fact(p))]
+
+
+def _box_title(box: Any) -> str | None:
+    found = box.xpath(
+        f"descendant-or-self::*[{_HEADING} or self::caption or self::figcaption or self::legend"
+        " or self::summary][1]"
+    )
+    if not found:
+        cls = " or ".join(
+            f"contains({_LOWER.format('@class')}, '{w}')"
+            for w in ("title", "titre", "titel", "heading", "kopf")
+        )
+        found = box.xpath(f"descendant::*[{cls}][not(self::dl or self::ul or self::ol)][1]")
+    title = _title_text(found[0]) if found else _clean(box.get("aria-label") or "")
+    return title or None
+
+
+def _titled_list(heading: Any) -> Any:
+    """What a "Key facts" heading or caption introduces: its table or figure, or the list that
+    follows it (the heading's own next siblings, or its wrapper's), bare or in a wrapper."""
+    if heading.tag in ("caption", "figcaption", "legend", "summary"):
+        return heading.getparent()
+    node = heading
+    for _ in range(3):
+        for sib in islice(node.itersiblings(), 3):
+            if not isinstance(sib.tag, str):
+                continue
+            if sib.tag in _LIST_TAGS:
+                return sib
+            inner = next((c for c in sib if isinstance(c.tag, str)), None)
+            if inner is not None and inner.tag in _LIST_TAGS:
+                return sib  # <div class="..."><dl>...</dl></div>
+        parent = node.getparent()
+        if parent is None or parent.tag in ("main", "article", "body", "html"):
+            return None
+        node = parent
+    return None
+
+
+def _factbox(r: _Reader) -> tuple[str | None, tuple[Fact, ...]]:
+    """The first fact box on the page (in main first): a box whose class or id says so, or a
+    heading/caption that reads like "Key facts" over a list, table or definition list."""
+    # One pass in document order (an XPath with translate() per attribute costs seconds on a
+    # 10 MB page).
+    candidates: list[tuple[Any, Any, int]] = []
+    for el in r.doc.iter(*_BOX_TAGS, *_TITLE_TAGS):
+        tag = el.tag
+        if tag in _BOX_TAGS:
+            words = f"{el.get('class') or ''} {el.get('id') or ''}".lower()
+            if words.strip() and any(w in words for w in FACTBOX_CLASS_WORDS):
+                candidates.append((el, None, 1))
+                continue
+        if tag in _BOX_TAGS and el.get("role") != "heading":
+            continue
+        text = "".join(t for t in el.itertext() if isinstance(t, str))
+        title = _fact_text(text.replace("\u2019", "'"), label=True) if len(text) < 80 else ""
+        if title and FACTBOX_TITLE.fullmatch(title):
+            candidates.append((el, _titled_list(el), 2))
+    main = r.main
+
+    def outside_main(c: tuple[Any, Any, int]) -> bool:
+        return main is None or not (c[0] is main or main in c[0].iterancestors())
+
+    candidates.sort(key=outside_main)  # in main first; stable, so in document order
+    for el, source, need in candidates[:200]:
+        if any(a.tag in ("nav", "footer") for a in el.iterancestors()):
+            continue
+        if need == 1:
+            facts = _facts_in(el)
+            title = _box_title(el)
+        else:
+            facts = _facts_in(source) if source is not None else []
+            title = _title_text(el)
+        if len(facts) >= need:
+            return title, tuple(facts[:50])
+    return None, ()

@@ -28,6 +28,9 @@ class ArticleTruth:
     paywalled: bool
     correction: dict[str, Any] | None
     trap: str | None
+    # The fact box's [label, value] pairs in page order (labels in the site's language);
+    # None when the article has none.
+    factbox: list[list[str]] | None = None
 
     @classmethod
     def of(cls, site: SiteWorld, story: Story, at: datetime) -> ArticleTruth:
@@ -45,6 +48,7 @@ class ArticleTruth:
             paywalled=story.paywalled,
             correction={"at": correction.at, "text": correction.text} if correction else None,
             trap=story.trap,
+            factbox=[list(fact) for fact in story.factbox] if story.factbox else None,
         )
 
 

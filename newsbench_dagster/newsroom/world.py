@@ -136,6 +136,7 @@ class SiteSpec:
     crawl_delay: int = 1
     paywall_share: float = 0.0
     free_articles: int = 1
+    factbox_share: float = 0.35  # share of articles with a fact box ("Key facts")
     adversarial: bool = False
     amp: bool = False
     short_links: bool = False
@@ -203,6 +204,7 @@ class SiteSpec:
             crawl_delay=int(merged.get("crawl_delay", 1)),
             paywall_share=float(merged.get("paywall_share", 0.0)),
             free_articles=int(merged.get("free_articles", 1)),
+            factbox_share=float(merged.get("factbox_share", 0.35)),
             adversarial=bool(merged.get("adversarial", False)),
             amp=bool(merged.get("amp", False)),
             short_links=bool(merged.get("short_links", False)),
@@ -229,7 +231,8 @@ class SiteSpec:
             raise ValueError(f"site {spec.key}: unknown region {spec.region!r}")
         if unknown := set(spec.quirks) - set(QUIRKS):
             raise ValueError(f"site {spec.key}: unknown quirks {sorted(unknown)}")
-        if sum(spec.quirks.values()) > 1 or not 0 <= spec.paywall_share <= 1:
+        shares = (spec.paywall_share, spec.factbox_share)
+        if sum(spec.quirks.values()) > 1 or not all(0 <= share <= 1 for share in shares):
             raise ValueError(f"site {spec.key}: shares must lie in [0, 1]")
         if not 0 <= hours[0] < hours[1] <= 24:
             raise ValueError(f"site {spec.key}: liveblog_hours must be 0 <= start < end <= 24")
@@ -267,6 +270,9 @@ class Story:
     og_title: str = ""  # what og:title says (the headline unless a quirk says otherwise)
     paywalled: bool = False
     trap: str | None = None  # an injection planted in this article (adversarial sites)
+    # A fact box: (label, value) pairs in page order, labels in the site's language; None when
+    # the article has none. Drawn from the story's own fill (place, figure, subject, date).
+    factbox: tuple[tuple[str, str], ...] | None = None
 
     def modified_at(self, at: datetime) -> datetime:
         """Last modification as seen at instant `at` (an edit is invisible before it happens)."""
@@ -493,6 +499,7 @@ class SiteWorld:
         slug = slugify(headline)
         local_day = published.astimezone(self.spec.tz).date()
         path = _STORY_PATHS[self.spec.template](section, slug, k, local_day)
+        factbox = self._factbox(k, fill, local_day)
         return Story(
             k=k,
             site=self.spec.key,
@@ -511,7 +518,28 @@ class SiteWorld:
             og_title=og_title,
             paywalled=self._share(self.spec.paywall_share, k, "paywall"),
             trap=trap,
+            factbox=factbox,
         )
+
+    def _factbox(
+        self, k: int, fill: Mapping[str, Any], day: date
+    ) -> tuple[tuple[str, str], ...] | None:
+        """The story's fact box, for `factbox_share` of stories: place, figure and who, and for
+        about half of them the local date too (3 or 4 entries)."""
+        if not self._share(self.spec.factbox_share, k, "factbox"):
+            return None
+        labels = self.labels
+        facts = [
+            (labels["factbox_place"], str(fill["place"])),
+            (labels["factbox_figure"], str(fill["n"])),
+            (labels["factbox_who"], capitalise(str(fill["subject"]))),
+        ]
+        if self._h(k, "factbox-date") % 2 == 0:
+            when = labels["date_format"].format(
+                day=day.day, month=labels["months"][day.month - 1], year=day.year
+            )
+            facts.append((labels["factbox_date"], when))
+        return tuple(facts)
 
     def _share(self, share: float, *parts: object) -> bool:
         """A seeded coin that lands heads for `share` of the keys."""
