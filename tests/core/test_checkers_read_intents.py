@@ -425,11 +425,6 @@ def test_factbox_rejects_none_altered_invented_and_missing_entries(world):
     assert not v.success and not v.right_target
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="checker bug: factbox values are matched with fuzzy >= 0.9, so a date that differs "
-    "in one digit (a wrong day or year) still counts as the page's value",
-)
 def test_factbox_rejects_a_wrong_date(world):
     story, ev = world.boxed, factbox_evidence(world, world.boxed)
     facts = dict(story.factbox)
@@ -454,11 +449,6 @@ def test_factbox_none_is_right_when_the_article_has_none(world):
         assert not v.success and v.reason == "the article has no fact box", invented
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="checker bug: says_none() counts an answer with no fields (or no answer at all) as "
-    "'there is none', so an agent that answers nothing passes on an article without a box",
-)
 @pytest.mark.parametrize("answer", [None, {}])
 def test_factbox_no_answer_is_not_an_answer_of_none(world, answer):
     v = check("locate_factbox", answer, evidence=factbox_evidence(world, world.plain))
@@ -584,11 +574,6 @@ def test_summary_without_an_observation_is_not_a_pass(world):
     assert not v.success
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="checker bug: with no observation of the topic page, check_summary returns a plain "
-    "failure ('the page lists no stories to summarise') instead of unavailable=True",
-)
 def test_summary_without_an_observation_is_unavailable(world):
     ev = Evidence(task=copy.deepcopy(world.tasks["summarize_topic"]))
     top = world.harbor.section_stories(world.summary_section, AT)[:3]

@@ -307,7 +307,9 @@ def says_none(answer: dict, *keys: str) -> bool:
     """The agent answered "there is none": `none: true` or the field empty."""
     if answer.get("none") is True:
         return True
-    return all(answer.get(k) in (None, "", [], {}) for k in keys)
+    # An answer that says nothing at all (or no answer) is not an answer of "none".
+    given = [k for k in keys if k in answer]
+    return bool(given) and all(answer[k] in (None, "", [], {}) for k in given)
 
 
 # -- how an agent ended ------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from newsbench_dagster.core.checkers.base import (
     Verdict,
     accuracy_of,
     failed_names,
+    figures,
     page_record,
     says_none,
 )
@@ -41,8 +42,12 @@ def given_facts(answer: dict) -> list[tuple[str, str]]:
 
 def _match(fact: tuple[str, str], others: list[tuple[str, str]]) -> bool:
     label, value = fact
+    # Values are figures, places and dates: one digit off is another value.
     return any(
-        fuzzy(label, ol) >= LABEL_MATCH and fuzzy(value, ov) >= VALUE_MATCH for ol, ov in others
+        fuzzy(label, ol) >= LABEL_MATCH
+        and fuzzy(value, ov) >= VALUE_MATCH
+        and figures(value) == figures(ov)
+        for ol, ov in others
     )
 
 

@@ -40,11 +40,15 @@ def sentences(text: str) -> list[str]:
     return [s for s in (p.strip() for p in _SENTENCE.split(normalize_text(text))) if len(s) > 3]
 
 
-def _teasers(ev: Evidence) -> list[str]:
-    """The page's teasers (headline and summary), each once, in page order."""
+def _teasers(ev: Evidence) -> list[str] | None:
+    """The page's teasers (headline and summary), each once, in page order; None when the
+    harness never observed the page."""
     url = (ev.entry or {}).get("url") or ev.task.get("entry_url")
+    seen = [obs for _, obs in ev.moments(url)]
+    if not seen:
+        return None
     out: dict[str, str] = {}
-    for _, obs in ev.moments(url):
+    for obs in seen:
         for t in page_record(obs).get("listing") or []:
             text = " ".join(x for x in (t.get("headline"), t.get("summary")) if x)
             out.setdefault(t.get("url") or text, text)
@@ -53,6 +57,8 @@ def _teasers(ev: Evidence) -> list[str]:
 
 def check_summary(answer: dict, ev: Evidence) -> Verdict:
     teasers = _teasers(ev)
+    if teasers is None:
+        return Verdict(False, 0.0, {}, "no observation of the topic page", unavailable=True)
     if not teasers:
         return Verdict(False, 0.0, {}, "the page lists no stories to summarise")
     summary = answer.get("summary") if isinstance(answer.get("summary"), str) else ""
