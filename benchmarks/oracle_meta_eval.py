@@ -424,7 +424,22 @@ def main() -> None:
     ap.add_argument("--every", type=int, default=120, help="minutes between probe instants")
     ap.add_argument("--articles", type=int, default=2, help="metadata tasks per site and probe")
     ap.add_argument("--json", action="store_true", help="print the summary as JSON too")
+    ap.add_argument(
+        "--intents",
+        type=lambda v: tuple(x.strip() for x in v.split(",") if x.strip()),
+        default=READ_INTENTS + STATE_INTENTS,
+        help="comma-separated intents to evaluate (default: all)",
+    )
+    ap.add_argument(
+        "--semantic",
+        choices=("auto", "lexical"),
+        default="auto",
+        help="similarity backend for free-text oracles (lexical = as without the extra)",
+    )
     args = ap.parse_args()
+    unknown = set(args.intents) - set(READ_INTENTS + STATE_INTENTS)
+    if unknown:
+        ap.error(f"unknown intent(s): {', '.join(sorted(unknown))}")
 
     registry = load_sites(SITES_FILE)
     newsroom = Newsroom(seed=7)
@@ -435,7 +450,7 @@ def main() -> None:
     wrong_counts: dict[str, Counter] = defaultdict(Counter)
     unscored: Counter = Counter()
     misses: list[dict] = []
-    judge = semantic.backend()
+    judge = semantic.pin(args.semantic) if args.semantic != "auto" else semantic.backend()
     started = time.perf_counter()
 
     with NewsroomServer(newsroom, clock=clock) as server, tempfile.TemporaryDirectory() as tmp:
@@ -453,7 +468,7 @@ def main() -> None:
                         at.date(),
                         rows,
                         articles_per_site=args.articles,
-                        intents=READ_INTENTS,
+                        intents=tuple(i for i in READ_INTENTS if i in args.intents),
                         partner=sites[(i + 1) % len(sites)],
                     )
                 robots = RobotsRules.fetch(fetcher, registry.allowed_origins)
@@ -513,7 +528,11 @@ def main() -> None:
                     t
                     for site in sites
                     for t in make_tasks(
-                        site, at.date(), poll_site(site, fetcher, None, at.date()), 0, STATE_INTENTS
+                        site,
+                        at.date(),
+                        poll_site(site, fetcher, None, at.date()),
+                        0,
+                        tuple(i for i in STATE_INTENTS if i in args.intents),
                     )
                 ]
             for task in state_tasks:

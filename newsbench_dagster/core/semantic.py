@@ -636,6 +636,15 @@ def backend(prefer: Prefer = "auto", *, cache_dir: str | Path | None = None) -> 
         return _BACKENDS.setdefault(auto_key, fallback)
 
 
+def pin(prefer: Prefer) -> Similarity:
+    """Make ``backend("auto")`` resolve to `prefer` in this process (a benchmark measuring the
+    oracle as an install without the extra would judge)."""
+    chosen = backend(prefer)
+    with _BACKENDS_LOCK:
+        _BACKENDS[("auto", None)] = chosen
+    return chosen
+
+
 def _cached(key: tuple[str, str | None], make: Any) -> Similarity:
     with _BACKENDS_LOCK:
         found = _BACKENDS.get(key)
