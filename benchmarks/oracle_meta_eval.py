@@ -285,6 +285,57 @@ def truth_and_wrong(w: World, task: dict) -> tuple[dict, list[tuple[str, dict]]]
     raise ValueError(f"no truth for intent {intent!r}")
 
 
+def _local(stamp: str, site: SiteWorld) -> str:
+    """The same instant written in the site's own timezone."""
+    return datetime.fromisoformat(stamp).astimezone(site.spec.tz).isoformat()
+
+
+def benign_variants(w: World, task: dict, right: dict) -> list[tuple[str, dict]]:
+    """The right answer written differently, as agents do: every one must still pass (the
+    oracle's tolerance to harmless variation, measured as recall)."""
+    site, intent = w.site(task), task["intent"]
+    name = site.spec.name
+    if intent == "find_top_headline":
+        return [
+            ("site_name_suffix", {**right, "headline": f"{right['headline']} | {name}"}),
+            ("shouting_and_spaces", {**right, "headline": f"  {right['headline'].upper()} "}),
+            ("tracking_query", {**right, "url": right["url"] + "?utm_source=newsbench"}),
+        ]
+    if intent == "extract_article_metadata":
+        local = {k: _local(right[k], site) for k in ("published", "modified")}
+        return [
+            ("local_timezone", {**right, **local}),
+            ("authors_in_one_string", {**right, "authors": " and ".join(right["authors"])}),
+        ]
+    if intent == "live_blog_latest":
+        return [("local_timezone", {**right, "time": _local(right["time"], site)})]
+    if intent == "find_corrections" and "corrections" in right:
+        return [("with_a_label", {**right, "corrections": "Correction: " + right["corrections"]})]
+    if intent == "find_author_and_time":
+        variant = {"authors": ", ".join(right["authors"]), "published": right["published"]}
+        return [
+            ("no_url_and_joined_authors", variant),
+            ("local_timezone", {**right, "published": _local(right["published"], site)}),
+        ]
+    if intent == "identify_topic_page":
+        return [("no_trailing_slash", {"url": right["url"].rstrip("/")})]
+    if intent == "summarize_topic":
+        section = w.section(site, task["inputs"]["topic"])
+        shown = site.section_stories(section, w.at)[:3]
+        return [
+            ("headlines_only", {"summary": " ".join(f"{s.headline}." for s in shown)}),
+            ("teasers_only", {"summary": " ".join(s.summary for s in shown)}),
+        ]
+    if intent == "locate_factbox" and "facts" in right:
+        lines = [f"{label}: {value}" for label, value in right["facts"]]
+        lower = {label.lower(): value for label, value in right["facts"]}
+        return [("label_value_lines", {"facts": lines}), ("lowercase_labels", {"facts": lower})]
+    if intent == "compare_outlets":
+        swapped = {"outlets": list(reversed(right["outlets"]))}
+        return [("outlets_swapped_no_claim", swapped)]
+    return []
+
+
 def reference_right(w: World, task: dict, answer: dict, fields: dict[str, Counter]) -> bool:
     """Whether the reference agent's answer is really right (and, for metadata, which fields)."""
     site = w.site(task)
@@ -448,6 +499,7 @@ def main() -> None:
     confusion: dict[str, Confusion] = defaultdict(Confusion)
     fields: dict[str, Counter] = defaultdict(Counter)
     wrong_counts: dict[str, Counter] = defaultdict(Counter)
+    variant_counts: dict[str, Counter] = defaultdict(Counter)
     unscored: Counter = Counter()
     misses: list[dict] = []
     judge = semantic.pin(args.semantic) if args.semantic != "auto" else semantic.backend()
@@ -515,6 +567,14 @@ def main() -> None:
                         confusion[intent].add(v.success, False, v.conflict)
                         if v.success:
                             misses.append(_miss(at, task, kind, False, v))
+                    for kind, fine in benign_variants(w, task, answer):
+                        v = check(intent, fine, evidence=ev)
+                        variant_counts[f"{intent}:{kind}"][
+                            "accepted" if v.success else "rejected"
+                        ] += 1
+                        confusion[intent].add(v.success, True, v.conflict)
+                        if not v.success:
+                            misses.append(_miss(at, task, kind, True, v))
                     if intent == "find_top_headline":
                         # ...also answered from the front page alone, without the probe.
                         v = check(intent, answer, evidence=Evidence(entry=ev.entry, task=task))
@@ -546,7 +606,9 @@ def main() -> None:
                         misses.append(_miss(at, task, case, right, v))
             print(f"{at:%H:%M} {len(runs)} runs, {n_state} state cases", flush=True)
     elapsed = time.perf_counter() - started
-    report(confusion, fields, wrong_counts, unscored, misses, judge, elapsed, args.json)
+    report(
+        confusion, fields, wrong_counts, variant_counts, unscored, misses, judge, elapsed, args.json
+    )
 
 
 def _miss(at: datetime, task: dict, who: str, right: bool, verdict) -> dict:
@@ -562,7 +624,9 @@ def _miss(at: datetime, task: dict, who: str, right: bool, verdict) -> dict:
     }
 
 
-def report(confusion, fields, wrong_counts, unscored, misses, judge, elapsed, as_json) -> None:
+def report(
+    confusion, fields, wrong_counts, variant_counts, unscored, misses, judge, elapsed, as_json
+) -> None:
     print(f"\nsuccess verdicts vs truth (semantic backend: {judge.name})")
     print(
         f"{'intent':26} {'TP':>5} {'FP':>4} {'FN':>4} {'TN':>5} {'closed':>6} "
@@ -581,6 +645,10 @@ def report(confusion, fields, wrong_counts, unscored, misses, judge, elapsed, as
     for kind, counts in sorted(wrong_counts.items()):
         total = counts["rejected"] + counts["accepted"]
         print(f"  {kind:52} rejected {counts['rejected']}/{total}")
+    print("\nright answers written differently")
+    for kind, counts in sorted(variant_counts.items()):
+        total = counts["rejected"] + counts["accepted"]
+        print(f"  {kind:52} accepted {counts['accepted']}/{total}")
     print(f"\nnot scored: {dict(unscored) or 'none'}")
     print(f"elapsed: {elapsed:.0f} s")
     for miss in misses[:25]:
@@ -593,6 +661,7 @@ def report(confusion, fields, wrong_counts, unscored, misses, judge, elapsed, as
                     "confusion": {k: vars(v) for k, v in confusion.items()},
                     "fields": {k: dict(v) for k, v in fields.items()},
                     "wrong": {k: dict(v) for k, v in wrong_counts.items()},
+                    "variants": {k: dict(v) for k, v in variant_counts.items()},
                     "unscored": dict(unscored),
                     "disagreements": len(misses),
                     "elapsed_s": round(elapsed, 1),
