@@ -411,7 +411,10 @@ def make_tasks(
     home_src = {"kind": "homepage", "source_url": site.home}
     if "find_top_headline" in want and home_ok:
         task = _base_task(site, day, "find_top_headline", site.home, home_src)
-        task["oracle"]["probes"] = [{"url": "{entry}", "when": "after"}]
+        task["oracle"]["probes"] = [
+            {"url": "{entry}", "when": "during"},
+            {"url": "{entry}", "when": "after"},
+        ]
         tasks.append(task)
     newest = _newest_articles(site, rows)
     if "extract_article_metadata" in want:
@@ -467,6 +470,7 @@ def make_tasks(
         task["allowed_origins"] = sorted({*site.allowed_origins, *partner.allowed_origins})
         task["oracle"]["probes"] = [
             {"url": partner.home, "when": "before"},
+            {"url": partner.home, "when": "during"},
             {"url": partner.home, "when": "after"},
             {"url": "{entry}", "when": "after"},
         ]

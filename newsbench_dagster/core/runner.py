@@ -46,6 +46,8 @@ class RunSettings:
     observe_timeout_s: float = 10.0
     cleanup_timeout_s: float = 10.0
     default_max_seconds: float = 60.0
+    during_every_s: float = 10.0  # how often "during" probes sample while the agent works
+    during_max: int = 3  # ...and at most how many times per run
 
 
 @dataclass
@@ -57,7 +59,12 @@ class _RunState:
 
 # Probes for tasks that name none: intents whose right answer moves while the agent works
 # (the lead) have the entry page looked at again at the end of the run.
-DEFAULT_PROBES = {"find_top_headline": [{"url": "{entry}", "when": "after"}]}
+DEFAULT_PROBES = {
+    "find_top_headline": [
+        {"url": "{entry}", "when": "during"},
+        {"url": "{entry}", "when": "after"},
+    ]
+}
 PROBE_TIMEOUT_MS = 10_000
 
 
@@ -218,7 +225,15 @@ class Runner:
                 max_tokens=constraints.get("max_tokens", 4000),
             )
             budget = constraints.get("max_seconds", self.settings.default_max_seconds)
-            status, error = await self._drive(agent, task, tools, budget)
+            # While the agent works, the harness samples the pages again now and then (a lead
+            # can come and go between the two ends of a long run).
+            sampler = asyncio.create_task(self._sample_during(browser, task, row, probes))
+            try:
+                status, error = await self._drive(agent, task, tools, budget)
+            finally:
+                sampler.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await sampler
             row.update(run_status=status, error=error)
 
             # The harness's own look at the page, before anything is closed.
@@ -266,10 +281,11 @@ class Runner:
         return self._finish(row, task, state, tools)
 
     def _probe_plan(self, task: dict, when: str, final_obs: dict | None, answer: Any) -> list[str]:
-        """The URLs to look at `when` ("before" or "after" the agent), from the task's oracle
-        section (or the intent's default): "{entry}" is the entry page, "{answer.FIELD}" a URL
-        the agent answered with; only allowlisted, robots-allowed URLs are probed, and an
-        after-probe of the page the final observation already shows is skipped."""
+        """The URLs to look at `when` ("before", "during" or "after" the agent), from the
+        task's oracle section (or the intent's default): "{entry}" is the entry page,
+        "{answer.FIELD}" a URL the agent answered with; only allowlisted, robots-allowed URLs
+        are probed, and an after-probe of the page the final observation already shows is
+        skipped."""
         spec = (task.get("oracle") or {}).get("probes")
         if spec is None:
             spec = DEFAULT_PROBES.get(task["intent"], [])
@@ -294,6 +310,17 @@ class Runner:
             if url not in urls:
                 urls.append(url)
         return urls
+
+    async def _sample_during(
+        self, browser: Browser, task: dict, row: dict, probes: list[dict]
+    ) -> None:
+        """Every `during_every_s` seconds of the agent's run, up to `during_max` times, the
+        task's "during" probes; appended to `probes` as they come (cancelled with the run)."""
+        if not self._probe_plan(task, "during", None, None):
+            return
+        for _ in range(self.settings.during_max):
+            await asyncio.sleep(self.settings.during_every_s)
+            probes += await self._probes(browser, task, row, "during")
 
     async def _probes(
         self,

@@ -84,3 +84,57 @@ def test_a_story_that_never_led_is_still_wrong(window_runs):
     row, score = window_runs["never_lead"]
     assert [p["when"] for p in row["observation"]["probes"]] == ["after"]
     assert not score["success"] and score["failure_class"] == "wrong_target"
+
+
+class MidRunLeadAgent:
+    """Works long enough for the harness to sample the front page while it works: the lead
+    it answers exists only in the middle of the run (not at entry, not at the end)."""
+
+    def __init__(self, clock: FixedClock, site) -> None:
+        self.manifest = AgentManifest(name="mid-run", version="1", adapter="reference")
+        self.clock, self.site = clock, site
+
+    async def run(self, task, tools):
+        import asyncio
+
+        self.clock.advance(self.site.rotation)
+        story = self.site.front_page(self.clock()).lead
+        await asyncio.sleep(1.0)  # the harness samples "during" meanwhile
+        await tools.answer({"headline": story.headline, "url": story.url})
+        self.clock.advance(self.site.rotation)  # and the editors move on before the end
+
+
+def test_a_lead_seen_only_during_the_run_is_right_thanks_to_the_sample(registry, tmp_path):
+    newsroom = Newsroom(seed=7)
+    site = newsroom.site("harbor")
+    # A start where entry, middle and end each have their own lead.
+    start = next(
+        AT + n * site.rotation
+        for n in range(24)
+        if len({site.front_page(AT + (n + i) * site.rotation).lead.k for i in range(3)}) == 3
+    )
+    clock = FixedClock(start)
+    with NewsroomServer(newsroom, clock=clock) as server:
+        routing = Routing.via_proxy(server.address)
+        with Fetcher(routing, registry.allowed_origins) as f:
+            rows = poll_site(registry.get("harbor"), f, None, start.date())
+            robots = RobotsRules.fetch(f, registry.allowed_origins)
+        (task,) = make_tasks(registry.get("harbor"), start.date(), rows, articles_per_site=0)
+        runner = Runner(
+            [MidRunLeadAgent(clock, site)],
+            options=BrowserOptions(routing=routing),
+            robots=robots,
+            store=LocalArtifactStore(tmp_path),
+            settings=RunSettings(screenshot=False, during_every_s=0.3, during_max=1),
+        )
+        (row,) = run_tasks([task], start.date(), runner)
+    obs = row["observation"]
+    # The agent stayed on the front page: the final observation is the end of the window.
+    assert [p["when"] for p in obs["probes"]] == ["during"]
+    assert obs["probes"][0]["obs"]["lead"]["href"] == row["answer"]["url"]
+    assert row["answer"]["url"] not in (obs["entry"]["lead"]["href"], obs["final"]["lead"]["href"])
+    score = score_run(row, task)
+    assert score["success"], score["checker"]
+    # The same answer judged without the sample (entry and end only) is wrong.
+    obs["probes"] = []
+    assert not score_run(row, task)["success"]
