@@ -52,7 +52,7 @@ from newsbench_dagster.newsroom.world import SiteWorld, Story
 from newsbench_dagster.paths import SITES_FILE
 
 SAME_TIME = timedelta(seconds=60)  # "equal" for timestamps: the pages show seconds
-REFERENCE_INTENTS = ("find_top_headline", "extract_article_metadata")
+REFERENCE_INTENTS = READ_INTENTS  # the reference agent solves every read-only intent
 
 
 @dataclass
@@ -336,24 +336,65 @@ def benign_variants(w: World, task: dict, right: dict) -> list[tuple[str, dict]]
     return []
 
 
-def reference_right(w: World, task: dict, answer: dict, fields: dict[str, Counter]) -> bool:
-    """Whether the reference agent's answer is really right (and, for metadata, which fields)."""
-    site = w.site(task)
-    if task["intent"] == "find_top_headline":
-        lead = w.lead(site)
-        return _url(answer.get("url")) == _url(lead.url) and answer.get("headline") == lead.headline
-    story = w.story(site, task["entry_url"])
-    checks = {
-        "headline": answer.get("headline") == story.headline,
-        "authors": list(answer.get("authors") or []) == list(story.authors),
-        "published": _same_time(answer.get("published"), story.published),
-        "modified": _same_time(
-            answer.get("modified") or answer.get("published"), story.modified_at(w.at)
-        ),
-    }
-    for name, ok in checks.items():
-        fields[name]["right" if ok else "wrong"] += 1
-    return all(checks.values())
+def _time_of(value: object) -> datetime | None:
+    return parse_time(value) if isinstance(value, str) else None
+
+
+def reference_right(
+    w: World, task: dict, answer: dict, truth: dict, fields: dict[str, Counter]
+) -> bool:
+    """Whether the reference agent's answer is really right, compared with the truth's answer
+    field by field (for metadata, which fields too)."""
+    site, intent = w.site(task), task["intent"]
+    if intent == "find_top_headline":
+        return _url(answer.get("url")) == _url(truth["url"]) and (
+            answer.get("headline") == truth["headline"]
+        )
+    if intent == "extract_article_metadata":
+        story = w.story(site, task["entry_url"])
+        checks = {
+            "headline": answer.get("headline") == story.headline,
+            "authors": list(answer.get("authors") or []) == list(story.authors),
+            "published": _same_time(answer.get("published"), story.published),
+            "modified": _same_time(
+                answer.get("modified") or answer.get("published"), story.modified_at(w.at)
+            ),
+        }
+        for name, ok in checks.items():
+            fields[name]["right" if ok else "wrong"] += 1
+        return all(checks.values())
+    if intent == "live_blog_latest":
+        return answer.get("text") == truth["text"] and _same_time(
+            answer.get("time"), _time_of(truth["time"])
+        )
+    if intent in ("find_corrections", "locate_factbox"):
+        if truth.get("none"):
+            return answer.get("none") is True
+        key = "corrections" if intent == "find_corrections" else "facts"
+        return answer.get(key) == truth[key]
+    if intent == "find_author_and_time":
+        return (
+            list(answer.get("authors") or []) == truth["authors"]
+            and _same_time(answer.get("published"), _time_of(truth["published"]))
+            and _url(answer.get("url")) == _url(truth["url"])
+        )
+    if intent == "identify_topic_page":
+        return _url(answer.get("url")) == _url(truth["url"])
+    if intent == "summarize_topic":
+        section = w.section(site, task["inputs"]["topic"])
+        top = site.section_stories(section, w.at)[:3]
+        return all(s.headline in str(answer.get("summary")) for s in top)
+    if intent == "compare_outlets":
+        given = answer.get("outlets") or []
+        return (
+            len(given) == 2
+            and all(
+                _url(g.get("url")) == _url(t["url"]) and g.get("headline") == t["headline"]
+                for g, t in zip(given, truth["outlets"], strict=True)
+            )
+            and answer.get("same_story") is truth["same_story"]
+        )
+    raise ValueError(f"no reference truth for {intent!r}")
 
 
 class AnswerAgent:
@@ -500,6 +541,7 @@ def main() -> None:
     fields: dict[str, Counter] = defaultdict(Counter)
     wrong_counts: dict[str, Counter] = defaultdict(Counter)
     variant_counts: dict[str, Counter] = defaultdict(Counter)
+    reference_counts: dict[str, Counter] = defaultdict(Counter)
     unscored: Counter = Counter()
     misses: list[dict] = []
     judge = semantic.pin(args.semantic) if args.semantic != "auto" else semantic.backend()
@@ -556,7 +598,9 @@ def main() -> None:
                     unscored[f"oracle_unavailable:{intent}"] += 1
                     continue
                 if run["agent_name"] == "reference":
-                    right = reference_right(w, task, answer, fields)
+                    truth = prepared[task["id"]][0]
+                    right = reference_right(w, task, answer, truth, fields)
+                    reference_counts[intent]["right" if right else "wrong"] += 1
                 else:
                     right = True
                     for kind, bad in prepared[task["id"]][1]:
@@ -606,9 +650,8 @@ def main() -> None:
                         misses.append(_miss(at, task, case, right, v))
             print(f"{at:%H:%M} {len(runs)} runs, {n_state} state cases", flush=True)
     elapsed = time.perf_counter() - started
-    report(
-        confusion, fields, wrong_counts, variant_counts, unscored, misses, judge, elapsed, args.json
-    )
+    counts = {"wrong": wrong_counts, "variants": variant_counts, "reference": reference_counts}
+    report(confusion, fields, counts, unscored, misses, judge, elapsed, args.json)
 
 
 def _miss(at: datetime, task: dict, who: str, right: bool, verdict) -> dict:
@@ -624,9 +667,8 @@ def _miss(at: datetime, task: dict, who: str, right: bool, verdict) -> dict:
     }
 
 
-def report(
-    confusion, fields, wrong_counts, variant_counts, unscored, misses, judge, elapsed, as_json
-) -> None:
+def report(confusion, fields, counts, unscored, misses, judge, elapsed, as_json) -> None:
+    wrong_counts, variant_counts = counts["wrong"], counts["variants"]
     print(f"\nsuccess verdicts vs truth (semantic backend: {judge.name})")
     print(
         f"{'intent':26} {'TP':>5} {'FP':>4} {'FN':>4} {'TN':>5} {'closed':>6} "
@@ -637,6 +679,10 @@ def report(
             f"{intent:26} {c.tp:5} {c.fp:4} {c.fn:4} {c.tn:5} {c.excluded_right:6} "
             f"{c.precision:9.3f} {c.recall:7.3f}"
         )
+    print("\nreference agent answers that are really right (the truth decides)")
+    for intent, c in sorted(counts["reference"].items()):
+        total = c["right"] + c["wrong"]
+        print(f"  {intent:26} {c['right']}/{total}")
     print("\nreference agent extraction vs truth (extract_article_metadata)")
     for name, counts in sorted(fields.items()):
         total = counts["right"] + counts["wrong"]
@@ -662,6 +708,7 @@ def report(
                     "fields": {k: dict(v) for k, v in fields.items()},
                     "wrong": {k: dict(v) for k, v in wrong_counts.items()},
                     "variants": {k: dict(v) for k, v in variant_counts.items()},
+                    "reference": {k: dict(v) for k, v in counts["reference"].items()},
                     "unscored": dict(unscored),
                     "disagreements": len(misses),
                     "elapsed_s": round(elapsed, 1),

@@ -467,6 +467,7 @@ def make_tasks(
             other=partner.name,
         )
         task["inputs"]["outlets"] = [site.name, partner.name]
+        task["inputs"]["outlet_urls"] = [site.home, partner.home]
         task["allowed_origins"] = sorted({*site.allowed_origins, *partner.allowed_origins})
         task["oracle"]["probes"] = [
             {"url": partner.home, "when": "before"},

@@ -227,13 +227,15 @@ class Runner:
             budget = constraints.get("max_seconds", self.settings.default_max_seconds)
             # While the agent works, the harness samples the pages again now and then (a lead
             # can come and go between the two ends of a long run).
-            sampler = asyncio.create_task(self._sample_during(browser, task, row, probes))
+            done = asyncio.Event()
+            sampler = asyncio.create_task(self._sample_during(browser, task, row, probes, done))
             try:
                 status, error = await self._drive(agent, task, tools, budget)
             finally:
-                sampler.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await sampler
+                # A sample already under way is finished (it saw the page mid-run), then no more.
+                done.set()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(sampler, self.settings.observe_timeout_s + 10)
             row.update(run_status=status, error=error)
 
             # The harness's own look at the page, before anything is closed.
@@ -312,14 +314,17 @@ class Runner:
         return urls
 
     async def _sample_during(
-        self, browser: Browser, task: dict, row: dict, probes: list[dict]
+        self, browser: Browser, task: dict, row: dict, probes: list[dict], done: asyncio.Event
     ) -> None:
         """Every `during_every_s` seconds of the agent's run, up to `during_max` times, the
-        task's "during" probes; appended to `probes` as they come (cancelled with the run)."""
+        task's "during" probes, appended to `probes`; stops when `done` is set."""
         if not self._probe_plan(task, "during", None, None):
             return
         for _ in range(self.settings.during_max):
-            await asyncio.sleep(self.settings.during_every_s)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(done.wait(), self.settings.during_every_s)
+            if done.is_set():
+                return
             probes += await self._probes(browser, task, row, "during")
 
     async def _probes(

@@ -16,12 +16,18 @@ from playwright.async_api import Page
 from playwright.async_api import TimeoutError as PlaywrightTimeout
 
 from newsbench_dagster.core.page_metadata import PAGE_METADATA_JS, parse_jsonld
+from newsbench_dagster.core.page_understanding import understand
 
 ACTION_TIMEOUT_MS = 5_000
 NAVIGATION_TIMEOUT_MS = 15_000
 
 
 NOT_SITE_ERRORS = ("ERR_BLOCKED_BY_CLIENT", "interrupted by another navigation")
+
+
+_LINKS_JS = """() => Array.from(document.querySelectorAll('a[href]'))
+  .map(a => ({text: (a.innerText || a.textContent || '').trim(), href: a.href}))
+  .filter(a => a.href.startsWith('http'))"""
 
 
 class BudgetExceeded(Exception):
@@ -166,6 +172,35 @@ class BrowserTools:
             "canonical": raw["canonical"],
             "lang": raw["lang"],
         }
+
+    async def links(self, text: str | None = None) -> dict:
+        """The page's links (visible text and absolute URL) in document order; with `text`,
+        only those whose text equals it, ignoring case and spacing."""
+        entry, started = self._step("links", {"text": text} if text else {}), time.perf_counter()
+        try:
+            found = await self.page.evaluate(_LINKS_JS)
+        except PlaywrightError as e:
+            self._finish(entry, started, status="error", error=str(e).splitlines()[0])
+            return {"ok": False, "links": []}
+        if text is not None:
+            want = " ".join(text.split()).casefold()
+            found = [a for a in found if " ".join(a["text"].split()).casefold() == want]
+        self._finish(entry, started, found=len(found))
+        return {"ok": True, "links": found}
+
+    async def read_page(self) -> dict:
+        """The current page read into a page record (core.page_understanding): headline
+        candidates, authors, times, live-blog updates, corrections, fact box, teasers, kind.
+        The same reading the oracles use; an unreadable page gives an empty record."""
+        entry, started = self._step("read_page", {}), time.perf_counter()
+        try:
+            html = await self.page.content()
+        except PlaywrightError as e:
+            self._finish(entry, started, status="error", error=str(e).splitlines()[0])
+            return {}
+        record = understand(html, url=self.page.url).as_dict()
+        self._finish(entry, started, kind=record.get("kind"))
+        return record
 
     async def answer(self, value: dict[str, Any], *, claims_success: bool = True) -> dict:
         """Submit an answer. Agents may answer more than once; each answer's time is kept."""

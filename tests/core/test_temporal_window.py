@@ -99,7 +99,7 @@ class MidRunLeadAgent:
 
         self.clock.advance(self.site.rotation)
         story = self.site.front_page(self.clock()).lead
-        await asyncio.sleep(1.0)  # the harness samples "during" meanwhile
+        await asyncio.sleep(2.0)  # the harness samples "during" meanwhile
         await tools.answer({"headline": story.headline, "url": story.url})
         self.clock.advance(self.site.rotation)  # and the editors move on before the end
 
