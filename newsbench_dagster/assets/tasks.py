@@ -4,7 +4,7 @@ import pandas as pd
 from dagster import AssetExecutionContext, asset
 
 from newsbench_dagster.assets.feeds import partition_of
-from newsbench_dagster.core.producer import PollRow, make_tasks
+from newsbench_dagster.core.producer import READ_INTENTS, PollRow, make_tasks
 from newsbench_dagster.core.tables import frame, records
 from newsbench_dagster.partitions import SITE_DAY_EXPR, site_day_partitions
 from newsbench_dagster.resources import SiteRegistryResource
@@ -38,15 +38,25 @@ def task_row(task: dict) -> dict:
 def news_tasks(
     context: AssetExecutionContext, feed_items: pd.DataFrame, sites: SiteRegistryResource
 ) -> pd.DataFrame:
-    """Tasks of the intents `find_top_headline` and `extract_article_metadata`, each valid
-    against the task JSON Schema; re-materializing yields the same task ids."""
+    """Tasks of every read-only intent (compare_outlets pairs the site with the next one of
+    the allowlist), each valid against the task JSON Schema; re-materializing yields the same
+    task ids. The state-changing intents wait for an agent that fills forms."""
     site_key, day = partition_of(context)
-    site = sites.load().get(site_key)
+    registry = sites.load()
+    site = registry.get(site_key)
+    keys = [s.key for s in registry.sites]
+    partner = registry.sites[(keys.index(site_key) + 1) % len(keys)]
     rows = [
-        PollRow(**{k: r[k] for k in PollRow.__dataclass_fields__})
+        # Rows polled by an earlier version have no role: they were all stories.
+        PollRow(
+            **{
+                **{k: r.get(k) for k in PollRow.__dataclass_fields__},
+                "role": r.get("role") or "story",
+            }
+        )
         for r in records(feed_items, "feed_items")
     ]
-    tasks = make_tasks(site, day, rows)
+    tasks = make_tasks(site, day, rows, intents=READ_INTENTS, partner=partner)
     df = frame("news_tasks", [task_row(t) for t in tasks])
     context.add_output_metadata(
         {

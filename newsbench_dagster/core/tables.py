@@ -192,6 +192,15 @@ def ddl(table: str, schema: str) -> str:
     return f"CREATE TABLE IF NOT EXISTS {schema}.{table} ({cols})"
 
 
+def evolve(table: str, schema: str) -> list[str]:
+    """Statements that add the declared columns an older table lacks (a warehouse written by
+    an earlier version keeps its rows; the new columns are NULL there)."""
+    return [
+        f"ALTER TABLE {schema}.{table} ADD COLUMN IF NOT EXISTS {c} {TYPES[k][0]}"
+        for c, k in TABLES[table].items()
+    ]
+
+
 def loads(value: Any) -> Any:
     """Read back a JSON column value (DuckDB returns JSON as text)."""
     if value is None or (isinstance(value, float) and pd.isna(value)):

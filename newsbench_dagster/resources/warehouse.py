@@ -27,6 +27,8 @@ class DeclaredSchemaTypeHandler(DuckDBPandasTypeHandler):
         name = f"{table_slice.schema}.{table_slice.table}"
         if table_slice.table in tables.TABLES:
             connection.execute(tables.ddl(table_slice.table, table_slice.schema))
+            for statement in tables.evolve(table_slice.table, table_slice.schema):
+                connection.execute(statement)
             if not obj.empty:
                 connection.execute(f"INSERT INTO {name} BY NAME SELECT * FROM obj")
             context.add_output_metadata(
