@@ -684,17 +684,17 @@ def report(confusion, fields, counts, unscored, misses, judge, elapsed, as_json)
         total = c["right"] + c["wrong"]
         print(f"  {intent:26} {c['right']}/{total}")
     print("\nreference agent extraction vs truth (extract_article_metadata)")
-    for name, counts in sorted(fields.items()):
-        total = counts["right"] + counts["wrong"]
-        print(f"  {name:10} {counts['right']}/{total} = {counts['right'] / total:.3f}")
+    for name, c in sorted(fields.items()):
+        total = c["right"] + c["wrong"]
+        print(f"  {name:10} {c['right']}/{total} = {c['right'] / total:.3f}")
     print("\ndeliberately wrong answers")
-    for kind, counts in sorted(wrong_counts.items()):
-        total = counts["rejected"] + counts["accepted"]
-        print(f"  {kind:52} rejected {counts['rejected']}/{total}")
+    for kind, c in sorted(wrong_counts.items()):
+        total = c["rejected"] + c["accepted"]
+        print(f"  {kind:52} rejected {c['rejected']}/{total}")
     print("\nright answers written differently")
-    for kind, counts in sorted(variant_counts.items()):
-        total = counts["rejected"] + counts["accepted"]
-        print(f"  {kind:52} accepted {counts['accepted']}/{total}")
+    for kind, c in sorted(variant_counts.items()):
+        total = c["rejected"] + c["accepted"]
+        print(f"  {kind:52} accepted {c['accepted']}/{total}")
     print(f"\nnot scored: {dict(unscored) or 'none'}")
     print(f"elapsed: {elapsed:.0f} s")
     for miss in misses[:25]:

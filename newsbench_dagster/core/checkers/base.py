@@ -274,9 +274,10 @@ def author_match(name: str, truth: list[str]) -> float:
 
 
 def as_name_list(value: Any) -> list[str]:
+    """The names an answer gives; blank strings name nobody ("" is an answer of no author)."""
     if isinstance(value, str):
         value = [value]
-    return [a for a in (value or []) if isinstance(a, str)]
+    return [a for a in (value or []) if isinstance(a, str) and a.strip()]
 
 
 def authors_component(given: Any, evidence: list[str], names: tuple[str, ...]) -> Component:
