@@ -35,7 +35,7 @@ PROMPTS = {
         "Donne son titre et son lien.",
     },
     "extract_article_metadata": {
-        "en": "For this {name} article, give the headline, the author(s), "
+        "en": "For this article from {name}, give the headline, the author(s), "
         "when it was published and when it was last updated.",
         "de": "Nenne für diesen Artikel von {name} Überschrift, Autor(en), "
         "Veröffentlichungszeit und letzte Aktualisierung.",
@@ -68,7 +68,7 @@ PROMPTS.update(
             "son heure (pas le message épinglé).",
         },
         "find_corrections": {
-            "en": "Has this {name} article been corrected? If so, what does the latest "
+            "en": "Has this article from {name} been corrected? If so, what does the latest "
             "correction say and when was it made? If not, say there is none.",
             "de": "Wurde dieser Artikel von {name} korrigiert? Wenn ja, was steht in der "
             "letzten Korrektur und wann erschien sie? Wenn nicht, sag, dass es keine gibt.",
@@ -76,7 +76,7 @@ PROMPTS.update(
             "rectificatif et quand a-t-il été publié ? Sinon, dis qu'il n'y en a pas.",
         },
         "find_author_and_time": {
-            "en": 'Who wrote the {name} article "{headline}", and when was it published?',
+            "en": 'Who wrote the article "{headline}" in {name}, and when was it published?',
             "de": "Wer hat den Artikel „{headline}“ bei {name} geschrieben, und wann erschien er?",
             "fr": "Qui a écrit l'article « {headline} » de {name}, et quand a-t-il été publié ?",
         },
@@ -96,7 +96,7 @@ PROMPTS.update(
             "thème {topic}.",
         },
         "locate_factbox": {
-            "en": "This {name} article may have a fact box. List its entries (label and "
+            "en": "This article from {name} may have a fact box. List its entries (label and "
             "value), or say that there is none.",
             "de": "Dieser Artikel von {name} hat vielleicht einen Kasten mit den wichtigsten "
             "Fakten. Nenne seine Einträge (Bezeichnung und Wert) oder sag, dass es keinen gibt.",
