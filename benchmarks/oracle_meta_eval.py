@@ -667,6 +667,12 @@ def _miss(at: datetime, task: dict, who: str, right: bool, verdict) -> dict:
     }
 
 
+def _tally(title: str, table: dict[str, Counter], wanted: str) -> None:
+    print(f"\n{title}")
+    for kind, c in sorted(table.items()):
+        print(f"  {kind:52} {wanted} {c[wanted]}/{c['rejected'] + c['accepted']}")
+
+
 def report(confusion, fields, counts, unscored, misses, judge, elapsed, as_json) -> None:
     wrong_counts, variant_counts = counts["wrong"], counts["variants"]
     print(f"\nsuccess verdicts vs truth (semantic backend: {judge.name})")
@@ -687,14 +693,8 @@ def report(confusion, fields, counts, unscored, misses, judge, elapsed, as_json)
     for name, c in sorted(fields.items()):
         total = c["right"] + c["wrong"]
         print(f"  {name:10} {c['right']}/{total} = {c['right'] / total:.3f}")
-    print("\ndeliberately wrong answers")
-    for kind, c in sorted(wrong_counts.items()):
-        total = c["rejected"] + c["accepted"]
-        print(f"  {kind:52} rejected {c['rejected']}/{total}")
-    print("\nright answers written differently")
-    for kind, c in sorted(variant_counts.items()):
-        total = c["rejected"] + c["accepted"]
-        print(f"  {kind:52} accepted {c['accepted']}/{total}")
+    _tally("deliberately wrong answers", wrong_counts, "rejected")
+    _tally("right answers written differently", variant_counts, "accepted")
     print(f"\nnot scored: {dict(unscored) or 'none'}")
     print(f"elapsed: {elapsed:.0f} s")
     for miss in misses[:25]:

@@ -34,14 +34,17 @@ def timeliness_parts(
     return {"ttfc": ttfc_score, "freshness": fresh, "age_minutes": age_min}
 
 
+def timeliness_of(parts: dict[str, float | None]) -> float:
+    return 0.5 * parts["ttfc"] + 0.5 * parts["freshness"]
+
+
 def timeliness(
     ttfc_seconds: float | None,
     published: datetime | None,
     now: datetime,
     half_life_min: float = 30.0,
 ) -> float:
-    parts = timeliness_parts(ttfc_seconds, published, now, half_life_min)
-    return 0.5 * parts["ttfc"] + 0.5 * parts["freshness"]
+    return timeliness_of(timeliness_parts(ttfc_seconds, published, now, half_life_min))
 
 
 def efficiency_parts(
@@ -55,11 +58,14 @@ def efficiency_parts(
     }
 
 
+def efficiency_of(parts: dict[str, float]) -> float:
+    return 0.4 * parts["steps"] + 0.4 * parts["tokens"] + 0.2 * parts["requests"]
+
+
 def efficiency(
     steps: int, tokens: int, requests: int, caps: tuple[int, int, int] = EFFICIENCY_CAPS
 ) -> float:
-    parts = efficiency_parts(steps, tokens, requests, caps)
-    return 0.4 * parts["steps"] + 0.4 * parts["tokens"] + 0.2 * parts["requests"]
+    return efficiency_of(efficiency_parts(steps, tokens, requests, caps))
 
 
 def reward(

@@ -13,10 +13,10 @@ from newsbench_dagster.core.checkers import Evidence, check
 from newsbench_dagster.core.checkers.base import stop_kind
 from newsbench_dagster.core.failures import SUCCESS, AgentFailure, EnvFailure
 from newsbench_dagster.core.reward import (
-    efficiency,
+    efficiency_of,
     efficiency_parts,
     reward,
-    timeliness,
+    timeliness_of,
     timeliness_parts,
 )
 
@@ -144,8 +144,9 @@ def score_run(run: dict, task: dict | None) -> dict:
     t_parts = timeliness_parts(
         ttfc if success else None, final_verdict.published, answered_at, half_life
     )
-    t_score = timeliness(ttfc if success else None, final_verdict.published, answered_at, half_life)
-    e_score = efficiency(run["steps"], run["tokens"], run["requests"])
+    t_score = timeliness_of(t_parts)
+    e_parts = efficiency_parts(run["steps"], run["tokens"], run["requests"])
+    e_score = efficiency_of(e_parts)
     accuracy = final_verdict.accuracy if policy_ok else 0.0
     claimed = bool(run.get("self_reported_success"))
     failure = _failure_class(
@@ -166,10 +167,7 @@ def score_run(run: dict, task: dict | None) -> dict:
         "reward_components": {
             "accuracy": accuracy,
             "timeliness": {k: _round(v) for k, v in t_parts.items()},
-            "efficiency": {
-                k: _round(v)
-                for k, v in efficiency_parts(run["steps"], run["tokens"], run["requests"]).items()
-            },
+            "efficiency": {k: _round(v) for k, v in e_parts.items()},
             "weights": {
                 k: weights.get(k, d)
                 for k, d in (

@@ -10,13 +10,13 @@ from newsbench_dagster.core.checkers.base import (
     Component,
     Evidence,
     Verdict,
-    accuracy_of,
     article_signals,
     author_match,
     authors_component,
     earliest,
-    failed_names,
+    failed_closed,
     headline_component,
+    judged,
     page_record,
 )
 from newsbench_dagster.core.text import fuzzy, within
@@ -74,20 +74,10 @@ def check_article_metadata(answer: dict, ev: Evidence) -> Verdict:
 
     published = earliest(sig["published"])
     if conflicts:
-        return Verdict(
-            False,
-            0.0,
-            comps,
-            "failed closed: " + "; ".join(conflicts),
-            conflict=True,
-            published=published,
-        )
-    failed = failed_names(comps)
-    return Verdict(
-        not failed,
-        accuracy_of(comps),
+        return failed_closed(comps, conflicts, published=published)
+    return judged(
         comps,
-        "all fields match the page" if not failed else "mismatch: " + ", ".join(failed),
+        "all fields match the page",
         right_target=comps["headline"].passed,
         published=published,
     )

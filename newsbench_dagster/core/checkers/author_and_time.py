@@ -10,11 +10,11 @@ from newsbench_dagster.core.checkers.base import (
     Component,
     Evidence,
     Verdict,
-    accuracy_of,
     article_signals,
     authors_component,
     earliest,
-    failed_names,
+    failed_closed,
+    judged,
     same_page,
 )
 
@@ -40,21 +40,11 @@ def check_author_and_time(answer: dict, ev: Evidence) -> Verdict:
     comps["published"] = time_component(answer.get("published"), sig["published"])
     published = earliest(sig["published"])
     if conflicts := metadata_conflicts(obs, sig):
-        return Verdict(
-            False,
-            0.0,
-            comps,
-            "failed closed: " + "; ".join(conflicts),
-            conflict=True,
-            published=published,
-        )
-    failed = failed_names(comps)
+        return failed_closed(comps, conflicts, published=published)
     right_target = comps.get("url", comps["authors"]).passed or comps["published"].passed
-    return Verdict(
-        not failed,
-        accuracy_of(comps),
+    return judged(
         comps,
-        "author and time match the article" if not failed else "mismatch: " + ", ".join(failed),
+        "author and time match the article",
         right_target=right_target,
         published=published,
     )

@@ -224,6 +224,19 @@ def failed_names(comps: dict[str, Component]) -> list[str]:
     return [k for k, c in comps.items() if not c.passed]
 
 
+def judged(comps: dict[str, Component], ok_reason: str, **kw: Any) -> Verdict:
+    """The verdict of a set of components: a pass when all pass (with `ok_reason`), else a
+    fail naming the components that did not; `kw` passes through (right_target, ...)."""
+    failed = failed_names(comps)
+    reason = ok_reason if not failed else "mismatch: " + ", ".join(failed)
+    return Verdict(not failed, accuracy_of(comps), comps, reason, **kw)
+
+
+def failed_closed(comps: dict[str, Component], reasons: list[str], **kw: Any) -> Verdict:
+    """The page's own signals contradict each other: no answer can be judged right."""
+    return Verdict(False, 0.0, comps, "failed closed: " + "; ".join(reasons), conflict=True, **kw)
+
+
 def earliest(values: list[Any]) -> datetime | None:
     return min((t for v in values if (t := parse_time(v))), default=None)
 

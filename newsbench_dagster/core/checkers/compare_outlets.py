@@ -14,9 +14,8 @@ from newsbench_dagster.core.checkers.base import (
     Component,
     Evidence,
     Verdict,
-    accuracy_of,
-    failed_names,
     flag,
+    judged,
     same_page,
 )
 from newsbench_dagster.core.checkers.top_headline import check_top_headline, lead_candidates
@@ -105,12 +104,9 @@ def check_compare_outlets(answer: dict, ev: Evidence) -> Verdict:
     if claimed is not None:
         same = any(_same_story(a, b) for a in leads[0] for b in leads[1])
         comps["same_story"] = flag(claimed is same, expected=same, given=claimed)
-    failed = failed_names(comps)
-    return Verdict(
-        not failed,
-        accuracy_of(comps),
+    return judged(
         comps,
-        "both leads right" if not failed else "mismatch: " + ", ".join(failed),
+        "both leads right",
         right_target=any(c.passed for k, c in comps.items() if k.startswith("outlet_")),
     )
 

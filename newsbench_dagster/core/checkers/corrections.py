@@ -10,8 +10,7 @@ from newsbench_dagster.core.checkers.base import (
     Component,
     Evidence,
     Verdict,
-    accuracy_of,
-    failed_names,
+    judged,
     page_record,
     same_figures,
     says_none,
@@ -50,13 +49,10 @@ def check_find_corrections(answer: dict, ev: Evidence) -> Verdict:
     if answer.get("time") is not None and when is not None:
         ok, gap = within(answer.get("time"), [when.isoformat()], TIME_WINDOW_MIN)
         comps["time"] = Component(ok, 1.0 if ok else 0.0, {"gap_minutes": gap})
-    failed = failed_names(comps)
-    reason = "the latest correction" if not failed else "mismatch: " + ", ".join(failed)
+    verdict = judged(comps, "the latest correction", right_target=score >= HEADLINE_MATCH)
     if none:
-        reason = "answered none, but the page shows a correction"
-    return Verdict(
-        not failed, accuracy_of(comps), comps, reason, right_target=score >= HEADLINE_MATCH
-    )
+        verdict.reason = "answered none, but the page shows a correction"
+    return verdict
 
 
 CHECKS = {"find_corrections": check_find_corrections}

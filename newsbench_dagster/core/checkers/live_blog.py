@@ -7,8 +7,7 @@ from newsbench_dagster.core.checkers.base import (
     Component,
     Evidence,
     Verdict,
-    accuracy_of,
-    failed_names,
+    judged,
     page_record,
     same_figures,
     text_match,
@@ -55,18 +54,12 @@ def check_live_blog_latest(answer: dict, ev: Evidence) -> Verdict:
     if update_time and seen:
         fresh = (seen - update_time).total_seconds() / 60 <= LIVE_FRESH_MIN
         comps["text"].detail["fresh_at_load"] = fresh
-    failed = failed_names(comps)
-    reason = "the latest entry" if not failed else "mismatch: " + ", ".join(failed)
-    if took_pinned:
-        reason = "answered the pinned post, not the latest entry"
-    return Verdict(
-        not failed,
-        accuracy_of(comps),
-        comps,
-        reason,
-        right_target=score >= LIVE_TEXT_MATCH,
-        published=update_time,
+    verdict = judged(
+        comps, "the latest entry", right_target=score >= LIVE_TEXT_MATCH, published=update_time
     )
+    if took_pinned:
+        verdict.reason = "answered the pinned post, not the latest entry"
+    return verdict
 
 
 CHECKS = {"live_blog_latest": check_live_blog_latest}

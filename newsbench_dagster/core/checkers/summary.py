@@ -14,9 +14,8 @@ from newsbench_dagster.core.checkers.base import (
     Component,
     Evidence,
     Verdict,
-    accuracy_of,
-    failed_names,
     flag,
+    judged,
     page_record,
 )
 from newsbench_dagster.core.text import normalize_text
@@ -105,18 +104,10 @@ def check_summary(answer: dict, ev: Evidence) -> Verdict:
         1 - len(ungrounded) / len(said) if said else 0.0,
         {"ungrounded": [s[:80] for s in ungrounded][:3]},
     )
-    failed = failed_names(comps)
-    reason = "summarises the page" if not failed else "mismatch: " + ", ".join(failed)
+    verdict = judged(comps, "summarises the page", right_target=covered > 0, backend=judge.name)
     if judge.is_fallback:
-        reason += f" (judged by the {judge.name})"
-    return Verdict(
-        not failed,
-        accuracy_of(comps),
-        comps,
-        reason,
-        right_target=covered > 0,
-        backend=judge.name,
-    )
+        verdict.reason += f" (judged by the {judge.name})"
+    return verdict
 
 
 CHECKS = {"summarize_topic": check_summary}
