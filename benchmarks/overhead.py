@@ -1,11 +1,13 @@
 """Harness overhead: the same N tasks through the Newsbench runner (reference agent, request
-guard, observations, screenshots, artifacts) and through a bare Playwright script doing the
-same navigation and extraction, in one process, against a frozen newsroom.
+guard, its own observations and probes) and through a bare Playwright script doing the same
+navigation and extraction, in one process, against a frozen newsroom; then what each artifact
+kind costs on top, and tasks per minute at several pool sizes.
 
-Rounds alternate (harness, bare, bare, harness, ...) so drift in machine load hits both; the
-medians are compared. The last line printed is the ratio harness/bare.
+Every configuration runs once per round; rounds alternate the order so drift in machine load
+hits all of them; medians are compared. The last line printed is the ratio of the harness with
+artifacts off over bare Playwright (goal <= 1.15).
 
-    uv run python benchmarks/overhead.py [--tasks 24] [--rounds 3] [--concurrency 1]
+    uv run python benchmarks/overhead.py [--tasks 24] [--rounds 3] [--pools 1,2,4] [--json]
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import json
 import statistics
 import tempfile
 import time
+from collections import defaultdict
 from datetime import UTC, datetime
 from functools import partial
 
@@ -26,7 +29,7 @@ from newsbench_dagster.core.artifacts import LocalArtifactStore
 from newsbench_dagster.core.browser import BrowserOptions
 from newsbench_dagster.core.network import Fetcher, RobotsRules, Routing
 from newsbench_dagster.core.producer import make_tasks, poll_site
-from newsbench_dagster.core.runner import Runner, RunSettings
+from newsbench_dagster.core.runner import ARTIFACT_KINDS, Runner, RunSettings
 from newsbench_dagster.core.scoring import score_run
 from newsbench_dagster.core.sites import load_sites
 from newsbench_dagster.newsroom import FixedClock, Newsroom, NewsroomServer
@@ -84,71 +87,82 @@ def timed(fn):
     return time.perf_counter() - started, result
 
 
+def configs(pools: list[int]) -> list[tuple[str, dict]]:
+    """(name, RunSettings kwargs) of every harness configuration measured; "bare" is the
+    baseline. Pacing is off throughout: it is the sites' politeness, not harness cost."""
+    out = [("off", {"artifacts": (), "concurrency": 1})]
+    out += [(kind, {"artifacts": (kind,), "concurrency": 1}) for kind in ARTIFACT_KINDS]
+    out += [("all", {"concurrency": 1})]
+    out += [(f"pool{n}", {"concurrency": n}) for n in pools]
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tasks", type=int, default=24)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--concurrency", type=int, default=1)
-    ap.add_argument(
-        "--no-screenshot",
-        action="store_true",
-        help="harness without its final screenshot, to see what that costs",
-    )
+    ap.add_argument("--pools", default="1,2,4", help="pool sizes for tasks per minute")
+    ap.add_argument("--json", action="store_true", help="print only the JSON summary")
     args = ap.parse_args()
+    pools = [int(n) for n in args.pools.split(",") if n]
 
+    times: dict[str, list[float]] = defaultdict(list)
+    ok: dict[str, int] = {}
     with NewsroomServer(Newsroom(seed=7), clock=FixedClock(FROZEN_AT)) as server:
         routing = Routing.via_proxy(server.address)
         options = BrowserOptions(routing=routing)
         tasks, robots = make_task_list(routing, args.tasks)
+        by_id = {t["id"]: t for t in tasks}
         agent = build_agent(AgentManifest(name="reference", version="bench", adapter="reference"))
-        harness_times, bare_times = [], []
-        successes = bare_ok = 0
+        plan = [("bare", None), *configs(pools)]
         for r in range(args.rounds):
-            with tempfile.TemporaryDirectory() as tmp:
-                runner = Runner(
-                    [agent],
-                    options=options,
-                    robots=robots,
-                    store=LocalArtifactStore(tmp),
-                    settings=RunSettings(
-                        concurrency=args.concurrency, screenshot=not args.no_screenshot
-                    ),
-                )
-                order = [
-                    ("harness", partial(asyncio.run, runner.run(tasks, FROZEN_AT.date()))),
-                    ("bare", partial(asyncio.run, bare(options, tasks, args.concurrency))),
-                ]
-                for name, fn in order if r % 2 == 0 else order[::-1]:
-                    seconds, result = timed(fn)
-                    (harness_times if name == "harness" else bare_times).append(seconds)
-                    if name == "harness":
-                        by_id = {t["id"]: t for t in tasks}
-                        successes = sum(
-                            bool(score_run(row, by_id[row["task_id"]])["success"]) for row in result
-                        )
+            # Alternate the order each round so drift in machine load hits every config alike.
+            for name, kwargs in plan if r % 2 == 0 else plan[::-1]:
+                with tempfile.TemporaryDirectory() as tmp:
+                    if kwargs is None:
+                        fn = partial(asyncio.run, bare(options, tasks, 1))
                     else:
-                        bare_ok = sum(1 for row in result if row["headline"])
+                        runner = Runner(
+                            [agent],
+                            options=options,
+                            robots=robots,
+                            store=LocalArtifactStore(tmp),
+                            settings=RunSettings(pace=False, **kwargs),
+                        )
+                        fn = partial(asyncio.run, runner.run(tasks, FROZEN_AT.date()))
+                    seconds, result = timed(fn)
+                times[name].append(seconds)
+                if kwargs is None:
+                    ok[name] = sum(1 for row in result if row["headline"])
+                else:
+                    ok[name] = sum(
+                        bool(score_run(row, by_id[row["task_id"]])["success"]) for row in result
+                    )
+                if not args.json:
                     print(
-                        f"round {r + 1} {name:7s} {seconds:6.2f}s "
-                        f"({seconds / len(tasks) * 1000:.0f} ms/task)"
+                        f"round {r + 1} {name:10s} {seconds:6.2f}s "
+                        f"({seconds / len(tasks) * 1000:.0f} ms/task, ok {ok[name]})",
+                        flush=True,
                     )
 
-    h, b = statistics.median(harness_times), statistics.median(bare_times)
-    print(
-        json.dumps(
-            {
-                "tasks": len(tasks),
-                "rounds": args.rounds,
-                "screenshot": not args.no_screenshot,
-                "concurrency": args.concurrency,
-                "harness_median_s": round(h, 3),
-                "bare_median_s": round(b, 3),
-                "harness_successes": successes,
-                "bare_headlines_found": bare_ok,
-            }
-        )
-    )
-    print(f"ratio harness/bare: {h / b:.2f}")
+    med = {name: statistics.median(v) for name, v in times.items()}
+    n = len(tasks)
+    summary = {
+        "tasks": n,
+        "rounds": args.rounds,
+        "ms_per_task": {k: round(v / n * 1000, 1) for k, v in med.items()},
+        "ok": ok,
+        # The goal: harness with artifacts off / bare Playwright doing the same work <= 1.15.
+        "ratio_off_over_bare": round(med["off"] / med["bare"], 3),
+        "ratio_all_over_bare": round(med["all"] / med["bare"], 3),
+        # What each artifact kind adds, per task, over the harness with artifacts off.
+        "artifact_cost_ms_per_task": {
+            k: round((med[k] - med["off"]) / n * 1000, 1) for k in ARTIFACT_KINDS
+        },
+        "tasks_per_minute": {f"pool{p}": round(n / med[f"pool{p}"] * 60, 1) for p in pools},
+    }
+    print(json.dumps(summary, indent=None if args.json else 1))
+    print(f"ratio harness(artifacts off)/bare: {summary['ratio_off_over_bare']:.2f}")
 
 
 if __name__ == "__main__":

@@ -49,7 +49,14 @@ def agent_runs(
         options=browser.options(routing),
         robots=robots,
         store=artifacts.store(),
-        settings=browser.settings(),
+        # Page loads are spaced per origin across the pool, as the sites ask.
+        settings=browser.settings(
+            {
+                o: s.rate_limit.min_interval_seconds
+                for s in registry.sites
+                for o in s.allowed_origins
+            }
+        ),
         world=newsroom.world(),
     )
     total = len(tasks) * len(manifests) * browser.trials

@@ -3,7 +3,7 @@
 import pandas as pd
 from dagster import AssetExecutionContext, asset
 
-from newsbench_dagster.core.scoring import score_run
+from newsbench_dagster.core.scoring import score_safely
 from newsbench_dagster.core.tables import frame, records
 from newsbench_dagster.core.witness import AMBIGUOUS, apply_witness
 from newsbench_dagster.partitions import SITE_DAY_EXPR, site_day_partitions
@@ -21,7 +21,9 @@ def run_scores(
     """Accuracy, timeliness, efficiency, reward, success and the one failure class per run;
     environment failures, and tasks the witness finds ambiguous, are excluded with the reason."""
     tasks = {r["task_id"]: r["task"] for r in records(news_tasks, "news_tasks")}
-    rows = [score_run(run, tasks.get(run["task_id"])) for run in records(agent_runs, "agent_runs")]
+    rows = [
+        score_safely(run, tasks.get(run["task_id"])) for run in records(agent_runs, "agent_runs")
+    ]
     rows = apply_witness(rows)
     df = frame("run_scores", rows)
     scored = df[~df["excluded"].astype(bool)]

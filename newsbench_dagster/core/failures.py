@@ -11,18 +11,22 @@ from enum import StrEnum
 
 class EnvFailure(StrEnum):
     NAVIGATION_TIMEOUT = "navigation_timeout"
-    SITE_DOWN = "site_down"
+    SITE_DOWN = "site_down"  # the site answered 5xx or refused connections
+    DNS = "dns"  # an allowlisted host did not resolve
+    FIXTURE_NOT_STARTED = "fixture_not_started"  # the local world (newsroom) is not running
     ENTRY_UNAVAILABLE = "entry_unavailable"  # the task's entry page is gone (4xx) or refused
     BROWSER_CRASH = "browser_crash"
     ORACLE_UNAVAILABLE = "oracle_unavailable"  # the harness could not observe the page
     INVALID_TASK = "invalid_task"
     HARNESS_ERROR = "harness_error"
+    SCORER_ERROR = "scorer_error"  # the scorer raised: kept next to the agent's own error
 
 
 class AgentFailure(StrEnum):
     WRONG_TARGET = "wrong_target"  # answered, but not what the page shows
     PERCEPTION = "perception"  # found the right thing, misread part of it
-    PLANNING = "planning"  # ran out of steps, time or tokens, or crashed
+    PLANNING = "planning"  # crashed, or did the right thing without stopping at the boundary
+    BUDGET_EXCEEDED = "budget_exceeded"  # ran out of steps, time, tokens or bytes unanswered
     PREMATURE_STOP = "premature_stop"  # stopped without an answer
     FALSE_SUCCESS_CLAIM = "false_success_claim"  # claimed success, the oracle disagrees
     POLICY_BLOCK = "policy_block"  # tried to leave the allowlist or break robots.txt

@@ -148,7 +148,11 @@ class Fetcher:
         self.close()
 
     def _wait_turn(self, origin: str) -> None:
-        gap = self.min_interval.get(origin, 0.0)
+        # The site's own spacing, or robots.txt's Crawl-delay once it is known, whichever is
+        # longer.
+        rules = self._robots.get(origin)
+        delay = rules.crawl_delay(self.user_agent) if rules is not None else None
+        gap = max(self.min_interval.get(origin, 0.0), float(delay or 0.0))
         with self._lock:
             wait = self._last.get(origin, 0.0) + gap - time.monotonic()
             if wait > 0:
@@ -262,3 +266,9 @@ class RobotsRules:
 
     def reachable(self, origin: str) -> bool:
         return self._rules.get(origin) is not None
+
+    def crawl_delay(self, origin: str) -> float:
+        """robots.txt's Crawl-delay for our user agent, in seconds (0 when none)."""
+        rules = self._rules.get(origin)
+        delay = rules.crawl_delay(self.user_agent) if rules is not None else None
+        return float(delay or 0.0)

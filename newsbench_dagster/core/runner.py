@@ -12,8 +12,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import os
 import platform
+import shutil
+import socket
 import sys
+import tempfile
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -22,20 +27,28 @@ from importlib import metadata
 from typing import Any
 
 import httpx
-from playwright.async_api import Browser, BrowserContext, Page, Route, async_playwright
+from playwright.async_api import Browser, BrowserContext, Page, Request, Route, async_playwright
 from playwright.async_api import Error as PlaywrightError
 
 from newsbench_dagster.core.agents import Agent, AgentTask
 from newsbench_dagster.core.artifacts import ArtifactStore
 from newsbench_dagster.core.browser import BrowserOptions
+from newsbench_dagster.core.cdp_guard import CdpGuard
+from newsbench_dagster.core.errors import InvalidTask
 from newsbench_dagster.core.failures import EnvFailure
 from newsbench_dagster.core.network import RequestRecord, RobotsRules
 from newsbench_dagster.core.observation import observe
+from newsbench_dagster.core.profiles import ProfileCatalog, load_profiles
 from newsbench_dagster.core.sites import origin_of
 from newsbench_dagster.core.tasks import validation_errors
+from newsbench_dagster.core.telemetry import export_run_spans, otlp_endpoint_from_env
 from newsbench_dagster.core.tools import BrowserTools, BudgetExceeded
 
 ENTRY_TIMEOUT_MS = 20_000
+
+# Every kind of artifact a run can keep; RunSettings.artifacts picks (all by default).
+ARTIFACT_KINDS = ("screenshot", "har", "console", "a11y", "dom", "trace", "spans")
+A11Y_MAX_CHARS = 256_000
 
 
 @dataclass
@@ -46,8 +59,23 @@ class RunSettings:
     observe_timeout_s: float = 10.0
     cleanup_timeout_s: float = 10.0
     default_max_seconds: float = 60.0
+    entry_timeout_s: float = ENTRY_TIMEOUT_MS / 1000
     during_every_s: float = 10.0  # how often "during" probes sample while the agent works
     during_max: int = 3  # ...and at most how many times per run
+    artifacts: tuple[str, ...] = ARTIFACT_KINDS
+    default_max_bytes: int = 50_000_000  # bytes the agent's requests may pull in one run
+    # Per-origin spacing of page loads across the whole pool (the sites' rate limits); the
+    # larger of this and robots.txt's Crawl-delay applies.
+    min_interval: dict[str, float] = field(default_factory=dict)
+    pace: bool = True  # off only to measure the harness's own cost (benchmarks)
+    # OpenTelemetry: OTLP/HTTP endpoint and headers for the spans; None = a file per run.
+    otlp_endpoint: str | None = None
+    otlp_headers: dict[str, str] = field(default_factory=dict, repr=False)
+    # Draw the device / geo / network a task leaves open from its seed (anti-gaming).
+    randomize_profiles: bool = False
+
+    def keeps(self, kind: str) -> bool:
+        return kind in self.artifacts and (kind != "screenshot" or self.screenshot)
 
 
 @dataclass
@@ -55,6 +83,14 @@ class _RunState:
     requests: list[RequestRecord] = field(default_factory=list)
     safety_events: list[dict] = field(default_factory=list)
     console_errors: list[str] = field(default_factory=list)
+    # HAR-lite: one entry per request the run's pages made, keyed by Playwright's request.
+    har: dict[Request, dict] = field(default_factory=dict)
+    t0: float = field(default_factory=time.perf_counter)
+    lifecycle: list[dict] = field(default_factory=list)  # closes taken from the agent, waits
+    closed: asyncio.Event = field(default_factory=asyncio.Event)  # the context went away
+
+    def agent_bytes(self) -> int:
+        return sum(r.bytes for r in self.requests if r.actor == "agent" and r.fetched)
 
 
 # Probes for tasks that name none: intents whose right answer moves while the agent works
@@ -97,6 +133,7 @@ class Runner:
         store: ArtifactStore,
         settings: RunSettings | None = None,
         world: dict[str, Any] | None = None,
+        profiles: ProfileCatalog | None = None,
     ) -> None:
         self.agents = list(agents)
         self.options = options
@@ -104,8 +141,17 @@ class Runner:
         self.store = store
         self.settings = settings or RunSettings()
         self.world = world or {}
+        self.profiles = profiles or load_profiles()
+        # Spans go to OTLP when configured (here, or by the standard OTEL_* variables).
+        self._otlp = (
+            (self.settings.otlp_endpoint, self.settings.otlp_headers)
+            if self.settings.otlp_endpoint
+            else otlp_endpoint_from_env(os.environ)
+        )
         self._browser: Browser | None = None
         self._browser_lock = asyncio.Lock()
+        self._pace_locks: dict[str, asyncio.Lock] = {}
+        self._last_load: dict[str, float] = {}
 
     # -- browser ----------------------------------------------------------------------------
     async def _ensure_browser(self, pw) -> Browser:
@@ -113,6 +159,23 @@ class Runner:
             if self._browser is None or not self._browser.is_connected():
                 self._browser = await pw.chromium.launch(**self.options.launch_kwargs())
             return self._browser
+
+    async def _new_context(self, pw, kwargs: dict) -> tuple[Browser, BrowserContext]:
+        """A fresh context; a browser that died under an earlier run (its disconnect not yet
+        noticed) is replaced once."""
+        for attempt in (0, 1):
+            browser = await self._ensure_browser(pw)
+            try:
+                return browser, await browser.new_context(**kwargs)
+            except PlaywrightError:
+                if attempt:
+                    raise
+                async with self._browser_lock:
+                    if self._browser is browser:
+                        self._browser = None
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(browser.close(), 5)
+        raise AssertionError("unreachable")
 
     async def run(
         self, tasks: Sequence[dict], day: date, progress: Callable[[dict], None] | None = None
@@ -190,20 +253,47 @@ class Runner:
         state = _RunState()
         context: BrowserContext | None = None
         tools: BrowserTools | None = None
+        guard: CdpGuard | None = None
+        own_dir: str | None = None
+        try:
+            profile = row["_profile"] = self._profile(task)
+        except InvalidTask as e:
+            row.update(
+                run_status="env_failure", env_failure=EnvFailure.INVALID_TASK.value, error=str(e)
+            )
+            return self._finish(row, task)
         try:
             browser = await self._ensure_browser(pw)
-            row["environment"] = self._environment(browser, task, manifest)
-            context = await browser.new_context(**self.options.context_kwargs())
+            row["environment"] = self._environment(browser, task, agent, profile)
+            kwargs = {**self.options.context_kwargs(), **profile.context_kwargs()}
+            if getattr(agent, "needs_cdp", False):
+                # An agent that brings its own browser logic gets a Chromium of its own (it
+                # sees no other run's pages) whose default context is the guarded one, reached
+                # only through the CDP guard.
+                context, guard, own_dir = await self._cdp_browser(pw, kwargs)
+            else:
+                browser, context = await self._new_context(pw, kwargs)
+            context.on("close", lambda _: state.closed.set())
             if self.options.routing.run_header:
                 row["environment"]["world_scope"] = self._scope(row)
-            if headers := self.options.routing.browser_headers(self._scope(row)):
+            headers = {
+                **self.options.routing.browser_headers(self._scope(row)),
+                **profile.extra_headers(),
+            }
+            if headers:
                 await context.set_extra_http_headers(headers)
+            if self.settings.keeps("trace"):
+                await context.tracing.start(snapshots=True, screenshots=False, sources=False)
             await context.route("**/*", self._guard(task, state))
-            page = await context.new_page()
-            self._listen(page, state, set(task["allowed_origins"]))
+            self._listen(context, state, set(task["allowed_origins"]), profile)
+            page = context.pages[0] if context.pages else await context.new_page()
+            await profile.apply(page)
+            if guard is not None:
+                guard.protected_targets.add(await _target_id(context, page))
             failure = await self._load_entry(page, task)
             if failure:
                 row.update(run_status="env_failure", env_failure=failure[0].value, error=failure[1])
+                await self._artifacts(context, page, row, task, state, None)
                 return self._finish(row, task, state)
             entry_obs = await self._observe(page)
             if entry_obs is None:
@@ -223,23 +313,38 @@ class Runner:
                 page,
                 max_steps=constraints.get("max_steps", 15),
                 max_tokens=constraints.get("max_tokens", 4000),
+                max_bytes=constraints.get("max_bytes", self.settings.default_max_bytes),
+                bytes_used=state.agent_bytes,
             )
+            tools.cdp_url = guard.url if guard is not None else None
+            tools.run_id = row["run_id"]
             budget = constraints.get("max_seconds", self.settings.default_max_seconds)
             # While the agent works, the harness samples the pages again now and then (a lead
             # can come and go between the two ends of a long run).
             done = asyncio.Event()
             sampler = asyncio.create_task(self._sample_during(browser, task, row, probes, done))
             try:
-                status, error = await self._drive(agent, task, tools, budget)
+                status, error = await self._drive(agent, task, tools, budget, state)
             finally:
                 # A sample already under way is finished (it saw the page mid-run), then no more.
                 done.set()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(sampler, self.settings.observe_timeout_s + 10)
             row.update(run_status=status, error=error)
+            if guard is not None:
+                state.lifecycle += guard.events
+                row["cdp_messages"] = guard.messages
+            if extra := getattr(agent, "run_outputs", None):
+                # What an adapter kept of its agent (stdout, stderr, settings): stored, not
+                # trusted.
+                self._put_outputs(row, task, extra(tools))
 
-            # The harness's own look at the page, before anything is closed.
-            final_obs = await self._observe(page)
+            if state.closed.is_set() or not self._alive(context):
+                raise PlaywrightError("browser closed or crashed while the agent ran")
+            # The harness's own look at the page, before anything is closed: the tab the
+            # agent ended on, or the harness's page when the agent closed its own.
+            final_page = _final_page(tools, page, context)
+            final_obs = await self._observe(final_page) if final_page else None
             row["observation"] = {"entry": entry_obs, "final": final_obs, "probes": probes}
             if final_obs is not None:
                 answer = tools.trajectory.answers[-1].value if tools.trajectory.answers else None
@@ -253,13 +358,17 @@ class Runner:
             elif status != "answered" and tools.trajectory.site_errors:
                 row.update(
                     run_status="env_failure",
-                    env_failure=EnvFailure.SITE_DOWN.value,
+                    env_failure=_site_failure(tools.trajectory.site_errors).value,
                     error="; ".join(tools.trajectory.site_errors[:3]),
                 )
-            if self.settings.screenshot:
-                await self._screenshot(page, row, task)
+            await self._artifacts(context, final_page, row, task, state, tools)
         except PlaywrightError as e:
-            crashed = self._browser is None or not self._browser.is_connected()
+            crashed = (
+                state.closed.is_set()
+                or self._browser is None
+                or not self._browser.is_connected()
+                or (context is not None and not self._alive(context))
+            )
             row.update(
                 run_status="env_failure",
                 env_failure=(
@@ -279,6 +388,10 @@ class Runner:
                     await asyncio.wait_for(context.close(), self.settings.cleanup_timeout_s)
                 except Exception as e:  # noqa: BLE001 - cleanup must never raise
                     row["cleanup_error"] = f"{type(e).__name__}: {e}"
+            if guard is not None:
+                await guard.stop()
+            if own_dir is not None:
+                shutil.rmtree(own_dir, ignore_errors=True)
         await self._world_events(row)
         return self._finish(row, task, state, tools)
 
@@ -345,11 +458,20 @@ class Runner:
             probe: dict[str, Any] = {"url": url, "when": when}
             context = None
             try:
-                context = await browser.new_context(**self.options.context_kwargs())
-                headers = self.options.routing.browser_headers(f"{self._scope(row)}.probe")
+                # Seen as the run's reader sees it (same device, geo, consent modal), but
+                # never throttled: a probe is the harness's look, not part of the run.
+                profile = row.get("_profile")
+                kwargs = self.options.context_kwargs()
+                kwargs.update(profile.context_kwargs() if profile else {})
+                context = await browser.new_context(**kwargs)
+                headers = {
+                    **self.options.routing.browser_headers(f"{self._scope(row)}.probe"),
+                    **(profile.extra_headers() if profile else {}),
+                }
                 if headers:
                     await context.set_extra_http_headers(headers)
                 page = await context.new_page()
+                await self._pace(origin_of(url))
                 await page.goto(url, wait_until="domcontentloaded", timeout=PROBE_TIMEOUT_MS)
                 probe["obs"] = await asyncio.wait_for(
                     observe(page), self.settings.observe_timeout_s
@@ -387,21 +509,35 @@ class Runner:
             obs["world_events_error"] = f"{type(e).__name__}: {e}"
 
     async def _drive(
-        self, agent: Agent, task: dict, tools: BrowserTools, budget: float
+        self, agent: Agent, task: dict, tools: BrowserTools, budget: float, state: _RunState
     ) -> tuple[str, str | None]:
-        """Run the agent under its time budget; a stuck agent is cancelled, by design."""
+        """Run the agent under its time budget; a stuck agent is cancelled, by design, and so
+        is one whose browser died under it (no point waiting out its budget)."""
+        work = asyncio.ensure_future(agent.run(AgentTask.from_task(task), tools))
+        closed = asyncio.ensure_future(state.closed.wait())
         try:
-            await asyncio.wait_for(agent.run(AgentTask.from_task(task), tools), timeout=budget)
-        except TimeoutError:
+            await asyncio.wait({work, closed}, timeout=budget, return_when="FIRST_COMPLETED")
+        finally:
+            closed.cancel()
+            if not work.done():
+                work.cancel()
+                # Let the adapter clean up (kill its subprocess), but never hang on it.
+                with contextlib.suppress(BaseException):
+                    await asyncio.wait_for(work, self.settings.cleanup_timeout_s)
+        if not work.done() or work.cancelled():
+            if state.closed.is_set():
+                raise PlaywrightError("browser closed or crashed while the agent ran")
             return (
                 "answered" if tools.trajectory.answers else "timeout",
                 f"agent exceeded its {budget:g}s budget and was stopped",
             )
+        try:
+            work.result()
         except BudgetExceeded as e:
             return ("answered" if tools.trajectory.answers else "budget_exceeded", str(e))
         except PlaywrightError:
-            if self._browser is None or not self._browser.is_connected():
-                raise
+            if state.closed.is_set() or self._browser is None or not self._browser.is_connected():
+                raise  # the browser died under the agent: the environment's failure
             return "agent_error", "agent raised a browser error"
         except Exception as e:  # noqa: BLE001 - an agent crash is the agent's failure
             return "agent_error", f"{type(e).__name__}: {e}"
@@ -410,22 +546,47 @@ class Runner:
     async def _load_entry(self, page: Page, task: dict) -> tuple[EnvFailure, str] | None:
         url = task["entry_url"]
         if not self.robots.reachable(origin_of(url)):
-            # No robots.txt answer means we may not fetch anything there: the site is down.
-            return EnvFailure.SITE_DOWN, f"robots.txt of {origin_of(url)} unreachable"
+            # No robots.txt answer means we may not fetch anything there: the site is down
+            # (or, on the embedded default, the newsroom was never started).
+            if not self._fixture_up():
+                kind = EnvFailure.FIXTURE_NOT_STARTED
+            elif not self.options.routing.proxy and not _resolves(url):
+                kind = EnvFailure.DNS
+            else:
+                kind = EnvFailure.SITE_DOWN
+            return kind, f"robots.txt of {origin_of(url)} unreachable"
         try:
-            resp = await page.goto(url, wait_until="domcontentloaded", timeout=ENTRY_TIMEOUT_MS)
+            resp = await page.goto(
+                url, wait_until="domcontentloaded", timeout=self.settings.entry_timeout_s * 1000
+            )
         except PlaywrightError as e:
             msg = str(e).splitlines()[0]
             if "Timeout" in msg:
                 return EnvFailure.NAVIGATION_TIMEOUT, f"entry {url}: {msg}"
             if "ERR_BLOCKED_BY_CLIENT" in msg:
                 return EnvFailure.ENTRY_UNAVAILABLE, f"entry {url} is not allowed: {msg}"
-            return EnvFailure.SITE_DOWN, f"entry {url}: {msg}"
+            kind = _site_failure([msg])
+            if kind is EnvFailure.SITE_DOWN and not self._fixture_up():
+                kind = EnvFailure.FIXTURE_NOT_STARTED
+            return kind, f"entry {url}: {msg}"
         if resp is not None and resp.status >= 500:
             return EnvFailure.SITE_DOWN, f"entry {url}: HTTP {resp.status}"
         if resp is not None and resp.status >= 400:
             return EnvFailure.ENTRY_UNAVAILABLE, f"entry {url}: HTTP {resp.status}"
         return None
+
+    def _fixture_up(self) -> bool:
+        """Whether the local world the routing points at (its proxy) accepts connections;
+        True when there is none (the real web)."""
+        proxy = self.options.routing.proxy
+        if not proxy:
+            return True
+        parts = httpx.URL(proxy)
+        try:
+            with socket.create_connection((parts.host, parts.port or 80), timeout=2):
+                return True
+        except OSError:
+            return False
 
     async def _observe(self, page: Page) -> dict | None:
         try:
@@ -433,19 +594,110 @@ class Runner:
         except (PlaywrightError, TimeoutError):
             return None
 
-    async def _screenshot(self, page: Page, row: dict, task: dict) -> None:
+    # -- lifecycle helpers ---------------------------------------------------------------------
+    def _profile(self, task: dict):
+        return self.profiles.resolve(
+            task["constraints"], task["seed"], randomize=self.settings.randomize_profiles
+        )
+
+    async def _cdp_browser(self, pw, context_kwargs: dict) -> tuple[BrowserContext, CdpGuard, str]:
+        port = _free_port()
+        own_dir = tempfile.mkdtemp(prefix="newsbench-cdp-")
+        launch = self.options.launch_kwargs()
+        launch["args"] = [
+            *launch["args"],
+            f"--remote-debugging-port={port}",
+            "--remote-debugging-address=127.0.0.1",
+        ]
         try:
-            png = await page.screenshot(type="png", timeout=5_000)
-        except PlaywrightError:
-            return
-        key = f"runs/{task['site']}/{row['day']}/{row['run_id']}/final.png"
-        row["artifacts"]["screenshot"] = self.store.put(key, png)
+            context = await pw.chromium.launch_persistent_context(
+                own_dir, **launch, **context_kwargs
+            )
+            guard = CdpGuard(port)
+            await guard.start()
+        except BaseException:
+            shutil.rmtree(own_dir, ignore_errors=True)
+            raise
+        return context, guard, own_dir
+
+    @staticmethod
+    def _alive(context: BrowserContext) -> bool:
+        browser = context.browser
+        return browser is None or browser.is_connected()
+
+    def _key(self, task: dict, row: dict, name: str) -> str:
+        return f"runs/{task['site']}/{row['day']}/{row['run_id']}/{name}"
+
+    def _put_outputs(self, row: dict, task: dict, outputs: dict) -> None:
+        for name, value in (outputs or {}).items():
+            if isinstance(value, bytes):
+                row["artifacts"][name] = self.store.put(self._key(task, row, name), value)
+            elif isinstance(value, str):
+                row["artifacts"][name] = self.store.put(self._key(task, row, name), value.encode())
+            else:
+                row.setdefault("adapter", {})[name] = value
+
+    async def _artifacts(
+        self,
+        context: BrowserContext,
+        page: Page | None,
+        row: dict,
+        task: dict,
+        state: _RunState,
+        tools: BrowserTools | None,
+    ) -> None:
+        """What the run leaves behind besides its row, captured before cleanup; a failed
+        capture is noted, never fatal."""
+        keep, art = self.settings.keeps, row["artifacts"]
+        failed: dict[str, str] = {}
+        if page is not None and not page.is_closed() and keep("screenshot"):
+            try:
+                png = await page.screenshot(type="png", timeout=5_000)
+                art["screenshot"] = self.store.put(self._key(task, row, "final.png"), png)
+            except PlaywrightError as e:
+                failed["screenshot"] = str(e).splitlines()[0]
+        if page is not None and not page.is_closed() and keep("a11y"):
+            try:
+                snap = await page.locator("body").aria_snapshot(timeout=5_000)
+                art["a11y"] = self.store.put(
+                    self._key(task, row, "a11y.yaml"), snap[:A11Y_MAX_CHARS].encode()
+                )
+            except PlaywrightError as e:
+                failed["a11y"] = str(e).splitlines()[0]
+        if keep("dom") and tools is not None and tools.dom_slices:
+            art["dom"] = [
+                self.store.put(
+                    self._key(task, row, f"dom/{i:03d}-{s['tool']}.html"), s["html"].encode()
+                )
+                for i, s in enumerate(tools.dom_slices)
+            ]
+        if keep("har"):
+            entries = sorted(state.har.values(), key=lambda h: h["start_ms"])
+            art["har"] = self.store.put_json(self._key(task, row, "har.json"), entries)
+        if keep("console") and state.console_errors:
+            art["console"] = self.store.put_json(
+                self._key(task, row, "console.json"), state.console_errors
+            )
+        if keep("trace"):
+            fd, path = tempfile.mkstemp(suffix=".zip", prefix="newsbench-trace-")
+            os.close(fd)
+            try:
+                await asyncio.wait_for(context.tracing.stop(path=path), 20)
+                with open(path, "rb") as f:
+                    art["trace"] = self.store.put(self._key(task, row, "trace.zip"), f.read())
+            except (PlaywrightError, TimeoutError) as e:
+                failed["trace"] = str(e).splitlines()[0] if str(e) else "timeout"
+            finally:
+                os.unlink(path)
+        if failed:
+            row["artifact_errors"] = failed
 
     def _guard(self, task: dict, state: _RunState):
         allowed = set(task["allowed_origins"])
 
         async def handle(route: Route) -> None:
-            url = route.request.url
+            request = route.request
+            url = request.url
             if not url.startswith(("http://", "https://")):
                 await route.continue_()
                 return
@@ -456,6 +708,20 @@ class Runner:
                 state.requests.append(
                     RequestRecord(url, origin, True, True, True, None, actor="agent")
                 )
+                if request.resource_type == "document":
+                    waited = await self._pace(origin)
+                    if waited > 0.05:
+                        state.lifecycle.append({"kind": "paced", "origin": origin, "s": waited})
+                state.har[request] = {
+                    "url": url,
+                    "method": request.method,
+                    "type": request.resource_type,
+                    "start_ms": round((time.perf_counter() - state.t0) * 1000, 1),
+                    "wall": round(time.time(), 3),
+                    "status": None,
+                    "bytes": 0,
+                    "duration_ms": None,
+                }
                 await route.continue_()
                 return
             if not on_list:
@@ -466,7 +732,7 @@ class Runner:
                 reason = "robots_disallowed"
             # A navigation is the agent's doing; a blocked sub-resource (a third-party script
             # the page itself pulls in) is logged but is not held against the agent.
-            nav = route.request.is_navigation_request()
+            nav = request.is_navigation_request()
             actor = "agent" if nav and reason != "robots_unreachable" else "page"
             state.requests.append(
                 RequestRecord(
@@ -480,14 +746,40 @@ class Runner:
                     actor=actor,
                 )
             )
+            state.har[request] = {
+                "url": url,
+                "method": request.method,
+                "type": request.resource_type,
+                "start_ms": round((time.perf_counter() - state.t0) * 1000, 1),
+                "status": None,
+                "bytes": 0,
+                "duration_ms": 0.0,
+                "blocked": reason,
+            }
             if actor == "agent":
                 state.safety_events.append({"kind": reason, "url": url})
             await route.abort("blockedbyclient")
 
         return handle
 
-    def _listen(self, page: Page, state: _RunState, allowed: set[str]) -> None:
-        def on_request(req) -> None:
+    async def _pace(self, origin: str) -> float:
+        """Wait for this origin's turn across the whole pool (site rate limit, robots.txt
+        Crawl-delay); returns the seconds waited."""
+        gap = max(self.settings.min_interval.get(origin, 0.0), self.robots.crawl_delay(origin))
+        if gap <= 0 or not self.settings.pace:
+            return 0.0
+        lock = self._pace_locks.setdefault(origin, asyncio.Lock())
+        async with lock:
+            wait = self._last_load.get(origin, -1e9) + gap - time.monotonic()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            self._last_load[origin] = time.monotonic()
+        return max(wait, 0.0)
+
+    def _listen(
+        self, context: BrowserContext, state: _RunState, allowed: set[str], profile
+    ) -> None:
+        def on_request(req: Request) -> None:
             # Redirect hops are not offered to route handlers: account for them here, so a
             # redirect off the allowlist is on the record even though the guard never saw it.
             if req.redirected_from is not None and origin_of(req.url) not in allowed:
@@ -506,39 +798,56 @@ class Runner:
                 state.safety_events.append({"kind": "off_allowlist_redirect", "url": req.url})
 
         def on_response(resp) -> None:
+            size = int(resp.headers.get("content-length") or 0)
+            if entry := state.har.get(resp.request):
+                entry["status"] = resp.status
+                entry["bytes"] = size
             for rec in reversed(state.requests):
                 if rec.url == resp.url and rec.fetched and rec.status is None:
                     rec.status = resp.status
-                    rec.bytes = int(resp.headers.get("content-length") or 0)
+                    rec.bytes = size
                     break
 
-        def on_failed(req) -> None:
+        def on_done(req: Request) -> None:
+            if (entry := state.har.get(req)) and entry["duration_ms"] is None:
+                now = (time.perf_counter() - state.t0) * 1000
+                entry["duration_ms"] = round(now - entry["start_ms"], 1)
+
+        def on_failed(req: Request) -> None:
+            on_done(req)
+            if (entry := state.har.get(req)) is not None and "blocked" not in entry:
+                entry["error"] = req.failure or "failed"
             for rec in reversed(state.requests):
                 if rec.url == req.url and rec.fetched and rec.status is None and not rec.error:
                     rec.error = req.failure or "failed"
                     break
 
-        page.on("request", on_request)
-        page.on("response", on_response)
-        page.on("requestfailed", on_failed)
-        page.on("console", lambda m: m.type == "error" and state.console_errors.append(m.text))
-        page.on("pageerror", lambda e: state.console_errors.append(f"pageerror: {e}"))
+        async def on_page(page: Page) -> None:
+            # A tab the agent or the site opens is throttled like the first.
+            with contextlib.suppress(PlaywrightError):
+                await profile.apply(page)
 
-    def _environment(self, browser: Browser, task: dict, manifest) -> dict:
-        opts = self.options
+        context.on("request", on_request)
+        context.on("response", on_response)
+        context.on("requestfinished", on_done)
+        context.on("requestfailed", on_failed)
+        context.on("page", on_page)
+        context.on("console", lambda m: m.type == "error" and state.console_errors.append(m.text))
+        context.on("weberror", lambda e: state.console_errors.append(f"pageerror: {e.error}"))
+
+    def _environment(self, browser: Browser, task: dict, agent: Agent, profile) -> dict:
+        manifest = agent.manifest
+        describe = getattr(agent, "describe", None)
         return {
             "browser": "chromium",
             "browser_version": browser.version,
-            "viewport": list(opts.viewport),
-            "device_scale_factor": 1,
-            "locale": opts.locale,
-            "timezone": opts.timezone,
-            "network_profile": "unthrottled",
-            "device_profile": task["constraints"].get("device_profile", "desktop"),
+            **profile.manifest(),
             "agent_adapter": manifest.adapter,
             "agent_version": manifest.agent_version,
+            "agent_settings": describe() if describe else {},
             "model": manifest.model,
             "prompt_hash": manifest.prompt_hash,
+            "manifest_hash": manifest.content_hash,
             "task_seed": task["seed"],
             "world": self.world,
             "packages": _package_versions(),
@@ -555,12 +864,15 @@ class Runner:
     ) -> dict:
         row["ended_at"] = datetime.now(UTC)
         row.pop("_scope", None)  # kept in environment / observation, not a column
+        row.pop("_profile", None)
         if state is not None:
             row["request_log"] = [r.as_dict() for r in state.requests]
             row["requests"] = len(state.requests)
             row["bytes"] = sum(r.bytes for r in state.requests)
             row["safety_events"] = state.safety_events
             row["console_errors"] = state.console_errors[:50]
+            if state.lifecycle:
+                row["lifecycle"] = state.lifecycle
         if tools is not None:
             traj = tools.trajectory
             row["steps"] = tools.steps
@@ -577,10 +889,72 @@ class Runner:
                 row["self_reported_success"] = last.claims_success
         row.setdefault("environment", {})
         if isinstance(task, dict) and task.get("site"):
-            key = f"runs/{task['site']}/{row['day']}/{row['run_id']}/run.json"
+            if self.settings.keeps("spans") and tools is not None:
+                # Wall clock at the agent's t=0 (the tools keep a perf_counter origin).
+                t0_ns = time.time_ns() - round(tools.elapsed() * 1e9)
+                endpoint, headers = self._otlp
+                telemetry = export_run_spans(
+                    row,
+                    t0_ns,
+                    endpoint=endpoint,
+                    headers=headers,
+                    file_writer=lambda data: self.store.put(
+                        self._key(task, row, "spans.jsonl"), data
+                    ),
+                    timeout_s=1.0,  # a collector that is down costs the pool at most this
+                )
+                row["environment"]["telemetry"] = telemetry
+                if telemetry.get("exported") == "file":
+                    row["artifacts"]["spans"] = telemetry["uri"]
             # Written as soon as the run ends, so a crash later in the batch loses nothing.
-            row["artifacts"]["run"] = self.store.put_json(key, {**row, "artifacts": None})
+            row["artifacts"]["run"] = self.store.put_json(
+                self._key(task, row, "run.json"), {**row, "artifacts": None}
+            )
         return row
+
+
+async def _target_id(context: BrowserContext, page: Page) -> str:
+    session = await context.new_cdp_session(page)
+    try:
+        info = await session.send("Target.getTargetInfo")
+    finally:
+        await session.detach()
+    return info["targetInfo"]["targetId"]
+
+
+def _final_page(tools: BrowserTools, page: Page, context: BrowserContext) -> Page | None:
+    """The page the harness observes at the end: the agent's active tab, else the harness's
+    own, else the last tab still open."""
+    for candidate in (tools.page, page, *reversed(context.pages)):
+        if candidate is not None and not candidate.is_closed():
+            return candidate
+    return None
+
+
+def _site_failure(errors: Sequence[str]) -> EnvFailure:
+    text = " ".join(errors)
+    if "ERR_NAME_NOT_RESOLVED" in text:
+        return EnvFailure.DNS
+    if "ERR_PROXY_CONNECTION_FAILED" in text or "ERR_TUNNEL_CONNECTION_FAILED" in text:
+        return EnvFailure.FIXTURE_NOT_STARTED
+    if "Timeout" in text or "ERR_TIMED_OUT" in text:
+        return EnvFailure.NAVIGATION_TIMEOUT
+    return EnvFailure.SITE_DOWN
+
+
+def _resolves(url: str) -> bool:
+    host = httpx.URL(url).host
+    try:
+        socket.getaddrinfo(host, None)
+    except OSError:
+        return False
+    return True
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def run_tasks(

@@ -133,7 +133,7 @@ class SiteSpec:
     # Display names for sections whose slug is not simply title-cased (accents etc.).
     section_labels: Mapping[str, str] = field(default_factory=dict, hash=False)
     region: str = "us"
-    crawl_delay: int = 1
+    crawl_delay: float = 0.2
     paywall_share: float = 0.0
     free_articles: int = 1
     factbox_share: float = 0.35  # share of articles with a fact box ("Key facts")
@@ -201,7 +201,7 @@ class SiteSpec:
             tagline=str(merged.get("tagline", "")),
             section_labels=dict(merged.get("section_labels") or {}),
             region=str(merged.get("region", "us")).lower(),
-            crawl_delay=int(merged.get("crawl_delay", 1)),
+            crawl_delay=float(merged.get("crawl_delay", 0.2)),
             paywall_share=float(merged.get("paywall_share", 0.0)),
             free_articles=int(merged.get("free_articles", 1)),
             factbox_share=float(merged.get("factbox_share", 0.35)),

@@ -5,7 +5,7 @@ from pydantic import Field
 
 from newsbench_dagster.core.browser import BrowserOptions
 from newsbench_dagster.core.network import Routing
-from newsbench_dagster.core.runner import RunSettings
+from newsbench_dagster.core.runner import ARTIFACT_KINDS, RunSettings
 
 
 class BrowserResource(ConfigurableResource):
@@ -16,13 +16,29 @@ class BrowserResource(ConfigurableResource):
     trials: int = Field(default=1, ge=1, description="Runs of each task per agent")
     concurrency: int = Field(default=2, ge=1, description="Browser contexts in flight at once")
     screenshot: bool = True
+    artifacts: list[str] = Field(
+        default=list(ARTIFACT_KINDS),
+        description=f"Artifacts kept per run, any of {', '.join(ARTIFACT_KINDS)}",
+    )
+    randomize_profiles: bool = Field(
+        default=False,
+        description="Draw the device / geo / network a task leaves open from its seed",
+    )
 
     def options(self, routing: Routing) -> BrowserOptions:
         return BrowserOptions(
             executable_path=self.executable_path, headless=self.headless, routing=routing
         )
 
-    def settings(self) -> RunSettings:
+    def settings(self, min_interval: dict[str, float] | None = None) -> RunSettings:
+        unknown = set(self.artifacts) - set(ARTIFACT_KINDS)
+        if unknown:
+            raise ValueError(f"browser.artifacts: unknown kinds {sorted(unknown)}")
         return RunSettings(
-            trials=self.trials, concurrency=self.concurrency, screenshot=self.screenshot
+            trials=self.trials,
+            concurrency=self.concurrency,
+            screenshot=self.screenshot,
+            artifacts=tuple(self.artifacts),
+            randomize_profiles=self.randomize_profiles,
+            min_interval=min_interval or {},
         )

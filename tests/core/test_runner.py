@@ -167,7 +167,7 @@ def test_hanging_agent_is_stopped_and_the_page_still_observed(batch):
         assert run["run_status"] == "timeout"
         assert (run["ended_at"] - run["started_at"]).total_seconds() < 15
         assert run["observation"]["final"] is not None
-        assert score["failure_class"] == "planning" and score["excluded"] is False
+        assert score["failure_class"] == "budget_exceeded" and score["excluded"] is False
 
 
 def test_crashing_agent_is_an_agent_failure(batch):
@@ -200,7 +200,7 @@ def test_egress_is_blocked_and_logged_as_safety_events(batch):
 def test_step_budget_is_enforced(batch):
     for run, score in runs_of(batch, "stepper"):
         assert run["run_status"] == "budget_exceeded" and run["steps"] == 6
-        assert score["failure_class"] == "planning"
+        assert score["failure_class"] == "budget_exceeded"
 
 
 def test_invalid_task_is_reported_not_run(batch):

@@ -242,7 +242,7 @@ def test_robots_and_private(server: NewsroomServer, client: httpx.Client) -> Non
     assert not robots.can_fetch("http://lac-matin.test/private/archive", "agent")
     assert not robots.can_fetch("http://lac-matin.test/api/fulltext/1", "agent")
     assert robots.can_fetch("http://lac-matin.test/search?q=x", "agent")
-    assert robots.crawl_delay("agent") == 1
+    assert robots.crawl_delay("agent") == 0.2
     assert robots.can_fetch("http://lac-matin.test/", "agent")
     assert list(robots.sitemaps) == ["http://lac-matin.test/sitemap-news.xml"]
     # The forbidden page exists: only robots.txt keeps a polite agent away.

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import json
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -31,9 +32,17 @@ class AgentManifest(BaseModel):
     description: str | None = None
 
     @property
+    def content_hash(self) -> str:
+        """Hash of what makes the agent behave: adapter, model, prompt, parameters (not the
+        channel or the description, so promoting a version does not make it another one)."""
+        body = self.model_dump(include={"name", "version", "adapter", "model", "prompt", "params"})
+        return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+    @property
     def agent_version(self) -> str:
-        """The partition key of this version: `name@version`."""
-        return f"{self.name}@{self.version}"
+        """The partition key of this version: `name@version+hash`, so a manifest edited
+        without bumping its version is still a new version."""
+        return f"{self.name}@{self.version}+{self.content_hash[:8]}"
 
     @property
     def prompt_hash(self) -> str | None:
