@@ -334,10 +334,6 @@ class Runner:
             if guard is not None:
                 state.lifecycle += guard.events
                 row["cdp_messages"] = guard.messages
-            if extra := getattr(agent, "run_outputs", None):
-                # What an adapter kept of its agent (stdout, stderr, settings): stored, not
-                # trusted.
-                self._put_outputs(row, task, extra(tools))
 
             if state.closed.is_set() or not self._alive(context):
                 raise PlaywrightError("browser closed or crashed while the agent ran")
@@ -383,6 +379,13 @@ class Runner:
                 error=f"{type(e).__name__}: {e}",
             )
         finally:
+            if tools is not None and (outputs := getattr(agent, "run_outputs", None)):
+                # What an adapter kept of its agent (stdout, stderr, settings), whatever
+                # happened to the run: stored, never trusted.
+                try:
+                    self._put_outputs(row, task, outputs(tools))
+                except Exception as e:  # noqa: BLE001 - must not hide the run's own outcome
+                    row.setdefault("artifact_errors", {})["adapter_outputs"] = str(e)
             if context is not None:
                 try:
                     await asyncio.wait_for(context.close(), self.settings.cleanup_timeout_s)
