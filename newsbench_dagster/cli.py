@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 from contextlib import contextmanager
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -17,7 +18,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from newsbench_dagster.newsroom.world import DEFAULT_SEED
-from newsbench_dagster.paths import DAGSTER_HOME, PROJECT_ROOT, WAREHOUSE_FILE
+from newsbench_dagster.paths import AGENTS_DIR, DAGSTER_HOME, DATA_DIR, PROJECT_ROOT, WAREHOUSE_FILE
 
 if TYPE_CHECKING:
     from newsbench_dagster.core.page_understanding import PageRecord, Timestamp
@@ -31,8 +32,15 @@ newsroom_app = typer.Typer(help="The embedded simulated news web.", no_args_is_h
 feeds_app = typer.Typer(
     help="Debug what the producer reads from a feed or sitemap.", no_args_is_help=True
 )
+agents_app = typer.Typer(
+    help="Agent manifests in agents/: list them, try one on today's tasks.", no_args_is_help=True
+)
 app.add_typer(newsroom_app, name="newsroom")
 app.add_typer(feeds_app, name="feeds")
+app.add_typer(agents_app, name="agents")
+
+# google-api-core (via the BigQuery resource) warns about Python 3.11's end of life on import.
+warnings.filterwarnings("ignore", message="You are using a Python version", category=FutureWarning)
 
 # Tables stay readable when piped (rich would wrap them at 80 columns).
 console = Console(width=None if sys.stdout.isatty() else 140)
@@ -575,6 +583,135 @@ def backfill(
         _print_kpis(d)
     if not ok:
         raise typer.Exit(1)
+
+
+# -- agents -------------------------------------------------------------------------------
+@agents_app.command("list")
+def agents_list(
+    directory: Annotated[Path, typer.Option(help="Manifest directory.")] = AGENTS_DIR,
+) -> None:
+    """Every agent manifest: its version (name@version+content hash), adapter, channel."""
+    from newsbench_dagster.core.agents import load_manifests
+    from newsbench_dagster.core.errors import ConfigError
+
+    try:
+        manifests = load_manifests(directory)
+    except ConfigError as e:
+        _fail(str(e))
+    table = Table("agent version", "adapter", "channel", "model", "prompt hash", "description")
+    for m in manifests:
+        table.add_row(
+            m.agent_version,
+            m.adapter,
+            m.channel,
+            m.model or "",
+            m.prompt_hash or "",
+            m.description or "",
+        )
+    console.print(table)
+
+
+@agents_app.command("try")
+def agents_try(
+    manifest: Annotated[Path, typer.Argument(help="The agent's manifest (YAML).")],
+    site: Annotated[list[str], typer.Option(help="Site key (repeatable; default: all).")] = [],  # noqa: B006
+    intent: Annotated[
+        list[str], typer.Option(help="Intent (repeatable; default: every intent).")
+    ] = [],  # noqa: B006
+    tasks: Annotated[int, typer.Option(help="At most this many tasks per site.")] = 4,
+    trials: Annotated[int, typer.Option(help="Runs of each task.")] = 1,
+    concurrency: Annotated[int, typer.Option(help="Browser contexts in flight.")] = 2,
+    artifacts: Annotated[Path, typer.Option(help="Artifact folder.")] = DATA_DIR / "artifacts",
+    port: Annotated[int, typer.Option(help="Newsroom port.")] = DEFAULT_PORT,
+) -> None:
+    """Run one agent on today's tasks of the embedded newsroom and print how each run was
+    scored, without Dagster or the warehouse: the quickest way to see an agent through the
+    harness (failure classes, answers, artifacts)."""
+    import asyncio
+
+    from newsbench_dagster.core.agents import build_agent, load_manifest
+    from newsbench_dagster.core.artifacts import LocalArtifactStore
+    from newsbench_dagster.core.browser import BrowserOptions
+    from newsbench_dagster.core.errors import ConfigError
+    from newsbench_dagster.core.network import Fetcher, RobotsRules
+    from newsbench_dagster.core.producer import ALL_INTENTS, make_tasks, poll_site
+    from newsbench_dagster.core.runner import Runner, RunSettings
+    from newsbench_dagster.core.scoring import score_safely
+    from newsbench_dagster.core.sites import load_sites
+    from newsbench_dagster.paths import SITES_FILE
+    from newsbench_dagster.resources.newsroom import NewsroomResource
+
+    try:
+        agent = build_agent(load_manifest(manifest))
+    except ConfigError as e:
+        _fail(str(e))
+    unknown = [i for i in intent if i not in ALL_INTENTS]
+    if unknown:
+        _fail(f"unknown intent(s) {', '.join(unknown)}; known: {', '.join(ALL_INTENTS)}", 2)
+    registry = load_sites(SITES_FILE)
+    keys = [s.key for s in registry.sites]
+    if bad := [s for s in site if s not in keys]:
+        _fail(f"unknown site(s) {', '.join(bad)}; the allowlist has: {', '.join(keys)}", 2)
+    day = _today()
+    with _running_newsroom(port):
+        routing = NewsroomResource(port=port).routing(registry.allowed_origins)
+        todo: list[dict] = []
+        with Fetcher(routing, registry.allowed_origins) as fetcher:
+            robots = RobotsRules.fetch(fetcher, registry.allowed_origins)
+            for key in site or keys:
+                spec = registry.get(key)
+                partner = registry.sites[(keys.index(key) + 1) % len(keys)]
+                rows = poll_site(spec, fetcher, None, day)
+                made = make_tasks(
+                    spec, day, rows, intents=tuple(intent) or ALL_INTENTS, partner=partner
+                )
+                todo += made[:tasks]
+        if not todo:
+            _fail("no tasks: the feeds gave nothing for these sites and intents")
+        runner = Runner(
+            [agent],
+            options=BrowserOptions(routing=routing),
+            robots=robots,
+            store=LocalArtifactStore(artifacts),
+            settings=RunSettings(trials=trials, concurrency=concurrency),
+            world={"kind": "newsroom", "port": port},
+        )
+        by_id = {t["id"]: t for t in todo}
+        scores: dict[str, dict] = {}
+        with Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=err,
+        ) as bar:
+            job = bar.add_task(f"{agent.manifest.agent_version}", total=len(todo) * trials)
+
+            def progress(row: dict) -> None:
+                scores[row["run_id"]] = score_safely(row, by_id.get(row["task_id"]))
+                bar.advance(job)
+
+            rows = asyncio.run(runner.run(todo, day, progress))
+    table = Table("site", "intent", "result", "class", "answer s", "steps", "artifacts")
+    for row in rows:
+        score = scores[row["run_id"]]
+        result = "excluded" if score["excluded"] else ("pass" if score["success"] else "fail")
+        run_json = row["artifacts"].get("run", "")
+        table.add_row(
+            row["site"],
+            row["intent"],
+            result,
+            score["failure_class"] or "",
+            f"{row['answer_seconds']:.1f}" if row["answer_seconds"] is not None else "",
+            str(row["steps"]),
+            run_json.rsplit("/", 1)[0].removeprefix("file://"),
+        )
+    console.print(table)
+    scored = [s for s in scores.values() if not s["excluded"]]
+    err.print(
+        f"{sum(bool(s['success']) for s in scored)}/{len(scored)} scored runs passed; "
+        f"{len(scores) - len(scored)} excluded (environment)"
+    )
 
 
 @app.command()
