@@ -19,6 +19,7 @@ class EnvFailure(StrEnum):
     ORACLE_UNAVAILABLE = "oracle_unavailable"  # the harness could not observe the page
     INVALID_TASK = "invalid_task"
     HARNESS_ERROR = "harness_error"
+    MODEL_UNAVAILABLE = "model_unavailable"  # a model agent's endpoint could not be used
     SCORER_ERROR = "scorer_error"  # the scorer raised: kept next to the agent's own error
 
 

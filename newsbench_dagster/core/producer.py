@@ -340,7 +340,8 @@ def _base_task(
         "inputs": {"prompt": PROMPTS[intent][lang].format(name=site.name, **fill)},
         "constraints": {
             "max_steps": 15,
-            "max_tokens": 4000,
+            # Room for a model-backed agent, whose whole context is resent every turn.
+            "max_tokens": 200_000,
             "max_seconds": 60,
             "geo": site.geo,
             "device_profile": "desktop",

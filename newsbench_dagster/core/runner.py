@@ -34,7 +34,7 @@ from newsbench_dagster.core.agents import Agent, AgentTask
 from newsbench_dagster.core.artifacts import ArtifactStore
 from newsbench_dagster.core.browser import BrowserOptions
 from newsbench_dagster.core.cdp_guard import CdpGuard
-from newsbench_dagster.core.errors import InvalidTask
+from newsbench_dagster.core.errors import InvalidTask, ModelEndpointError
 from newsbench_dagster.core.failures import EnvFailure
 from newsbench_dagster.core.network import RequestRecord, RobotsRules
 from newsbench_dagster.core.observation import observe
@@ -45,6 +45,8 @@ from newsbench_dagster.core.telemetry import export_run_spans, otlp_endpoint_fro
 from newsbench_dagster.core.tools import BrowserTools, BudgetExceeded
 
 ENTRY_TIMEOUT_MS = 20_000
+# A model agent's context is resent every turn: ten steps of a real agent are ~100k tokens.
+DEFAULT_MAX_TOKENS = 200_000
 
 # Every kind of artifact a run can keep; RunSettings.artifacts picks (all by default).
 ARTIFACT_KINDS = ("screenshot", "har", "console", "a11y", "dom", "trace", "spans")
@@ -312,7 +314,7 @@ class Runner:
             tools = BrowserTools(
                 page,
                 max_steps=constraints.get("max_steps", 15),
-                max_tokens=constraints.get("max_tokens", 4000),
+                max_tokens=constraints.get("max_tokens", DEFAULT_MAX_TOKENS),
                 max_bytes=constraints.get("max_bytes", self.settings.default_max_bytes),
                 bytes_used=state.agent_bytes,
             )
@@ -331,6 +333,8 @@ class Runner:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(sampler, self.settings.observe_timeout_s + 10)
             row.update(run_status=status, error=error)
+            if status == "model_unavailable":
+                row.update(run_status="env_failure", env_failure=EnvFailure.MODEL_UNAVAILABLE.value)
             if guard is not None:
                 state.lifecycle += guard.events
                 row["cdp_messages"] = guard.messages
@@ -538,6 +542,12 @@ class Runner:
             work.result()
         except BudgetExceeded as e:
             return ("answered" if tools.trajectory.answers else "budget_exceeded", str(e))
+        except ModelEndpointError as e:
+            # The provider is infrastructure: unreachable or refusing is not the agent's
+            # failure; a request it rejected (too long a context) is.
+            if tools.trajectory.answers:
+                return "answered", str(e)
+            return ("model_unavailable" if e.environmental else "agent_error"), str(e)
         except PlaywrightError:
             if state.closed.is_set() or self._browser is None or not self._browser.is_connected():
                 raise  # the browser died under the agent: the environment's failure

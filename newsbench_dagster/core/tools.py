@@ -179,6 +179,25 @@ class BrowserTools:
         self._finish(entry, started, status="error", error=msg)
         return {"ok": False, "error": msg, **extra}
 
+    def record(
+        self,
+        tool: str,
+        args: dict,
+        *,
+        status: str = "ok",
+        error: str | None = None,
+        budgeted: bool = False,
+        **extra: Any,
+    ) -> dict:
+        """A step an adapter took outside these tools (its own browser logic, a malformed
+        model call), in the trajectory like the tools' own; `budgeted` steps count against
+        the step budget."""
+        entry = self._step(tool, args, budgeted=budgeted)
+        entry.update(status=status, latency_ms=0.0, **extra)
+        if error is not None:
+            entry["error"] = error
+        return entry
+
     def use_tokens(self, n: int) -> None:
         """Adapters backed by a model report the tokens each step used."""
         self.trajectory.tokens += n

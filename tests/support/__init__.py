@@ -1,0 +1,1 @@
+"""Test support code shared by test modules (test doubles for services the project calls)."""
