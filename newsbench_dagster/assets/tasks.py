@@ -4,7 +4,7 @@ import pandas as pd
 from dagster import AssetExecutionContext, asset
 
 from newsbench_dagster.assets.feeds import partition_of
-from newsbench_dagster.core.producer import READ_INTENTS, PollRow, make_tasks
+from newsbench_dagster.core.producer import ALL_INTENTS, PollRow, make_tasks
 from newsbench_dagster.core.tables import frame, records
 from newsbench_dagster.partitions import SITE_DAY_EXPR, site_day_partitions
 from newsbench_dagster.resources import SiteRegistryResource
@@ -38,9 +38,9 @@ def task_row(task: dict) -> dict:
 def news_tasks(
     context: AssetExecutionContext, feed_items: pd.DataFrame, sites: SiteRegistryResource
 ) -> pd.DataFrame:
-    """Tasks of every read-only intent (compare_outlets pairs the site with the next one of
-    the allowlist), each valid against the task JSON Schema; re-materializing yields the same
-    task ids. The state-changing intents wait for an agent that fills forms."""
+    """Tasks of every intent, read-only and state-changing (compare_outlets pairs the site
+    with the next one of the allowlist), each valid against the task JSON Schema;
+    re-materializing yields the same task ids."""
     site_key, day = partition_of(context)
     registry = sites.load()
     site = registry.get(site_key)
@@ -56,7 +56,7 @@ def news_tasks(
         )
         for r in records(feed_items, "feed_items")
     ]
-    tasks = make_tasks(site, day, rows, intents=READ_INTENTS, partner=partner)
+    tasks = make_tasks(site, day, rows, intents=ALL_INTENTS, partner=partner)
     df = frame("news_tasks", [task_row(t) for t in tasks])
     context.add_output_metadata(
         {
