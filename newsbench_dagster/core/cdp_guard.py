@@ -3,8 +3,9 @@
 Agents that bring their own browser logic (a command-line agent, Browser Use) drive the run's
 Chromium over the DevTools protocol. They get this endpoint, never Chromium's own: it forwards
 every message both ways, but answers the calls that would take the browser away from the
-harness (closing or crashing the browser, closing the page the harness scores) itself, with
-an empty success, and records them. A Browser Use with keep_alive=False, or any agent that
+harness itself and records them: closing or crashing the browser gets an empty success (the
+agent goes on as if it had), closing the page the harness scores or opening a browser context
+of its own gets an error. A Browser Use with keep_alive=False, or any agent that
 "cleans up" before returning, then leaves the page in place for the harness to observe and
 score: the lifecycle false negative of seed 001 cannot happen.
 """
@@ -25,6 +26,14 @@ from websockets.exceptions import ConnectionClosed
 
 # Taken from the agent: the browser's life belongs to the harness.
 SWALLOWED = frozenset({"Browser.close", "Browser.crash", "Browser.crashGpuProcess"})
+# Refused with an error: a context of the agent's own would escape the harness's request
+# guard (allowlist, robots.txt, accounting) and its observation.
+REFUSED = frozenset({"Target.createBrowserContext"})
+REASONS = {
+    "Target.createBrowserContext": "work in the browser context you were given",
+    "Target.closeTarget": "the harness scores this page; leave it open",
+    "Page.close": "the harness scores this page; leave it open",
+}
 
 
 class CdpGuard:
@@ -41,7 +50,7 @@ class CdpGuard:
         self.messages = 0
         self._server: Server | None = None
         self._port: int | None = None
-        self._tasks: set[asyncio.Task] = set()
+        self._session_targets: dict[str, str] = {}  # CDP session id -> target id
 
     @property
     def url(self) -> str:
@@ -105,10 +114,17 @@ class CdpGuard:
         method = message.get("method")
         if method in SWALLOWED:
             return {"kind": "swallowed", "method": method}
-        if method == "Target.closeTarget":
-            target = (message.get("params") or {}).get("targetId")
+        if method in REFUSED:
+            return {"kind": "refused", "method": method}
+        if method in ("Target.closeTarget", "Page.close"):
+            if method == "Page.close":  # sent on a session attached to the page
+                target = self._session_targets.get(message.get("sessionId"))
+            else:
+                target = (message.get("params") or {}).get("targetId")
             if target in self.protected_targets:
-                return {"kind": "swallowed", "method": method, "target": target}
+                # Refused, not swallowed: a client that closes a page waits for it to go,
+                # and would wait forever.
+                return {"kind": "refused", "method": method, "target": target}
         return None
 
     async def _relay(self, client: ServerConnection) -> None:
@@ -134,16 +150,27 @@ class CdpGuard:
                     continue
                 self.events.append({**refusal, "t": time.time()})
                 reply: dict[str, Any] = {"id": message.get("id"), "result": {}}
-                if method_result := {"Target.closeTarget": {"success": True}}.get(
-                    refusal["method"]
-                ):
-                    reply["result"] = method_result
+                if refusal["kind"] == "refused":
+                    reply = {
+                        "id": message.get("id"),
+                        "error": {
+                            "code": -32000,
+                            "message": f"{refusal['method']} is refused by the harness: "
+                            + REASONS.get(refusal["method"], "not allowed"),
+                        },
+                    }
                 if "sessionId" in message:
                     reply["sessionId"] = message["sessionId"]
                 await client.send(json.dumps(reply))
 
         async def browser_to_agent() -> None:
             async for raw in upstream:
+                if "Target.attachedToTarget" in raw:  # learn which session drives which page
+                    with contextlib.suppress(ValueError, KeyError, TypeError):
+                        params = json.loads(raw)["params"]
+                        self._session_targets[params["sessionId"]] = params["targetInfo"][
+                            "targetId"
+                        ]
                 await client.send(raw)
 
         pumps = [asyncio.create_task(agent_to_browser()), asyncio.create_task(browser_to_agent())]

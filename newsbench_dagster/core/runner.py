@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import json
 import os
 import platform
 import shutil
@@ -23,6 +24,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
+from functools import cache
 from importlib import metadata
 from typing import Any
 
@@ -64,6 +66,7 @@ class RunSettings:
     entry_timeout_s: float = ENTRY_TIMEOUT_MS / 1000
     during_every_s: float = 10.0  # how often "during" probes sample while the agent works
     during_max: int = 3  # ...and at most how many times per run
+    probes: bool = True  # off only to measure what the oracle's own page loads cost
     artifacts: tuple[str, ...] = ARTIFACT_KINDS
     default_max_bytes: int = 50_000_000  # bytes the agent's requests may pull in one run
     # Per-origin spacing of page loads across the whole pool (the sites' rate limits); the
@@ -115,6 +118,7 @@ def run_id_for(task_id: str, agent_version: str, trial: int) -> str:
     return "r-" + hashlib.sha256(key).hexdigest()[:16]
 
 
+@cache
 def _package_versions() -> dict[str, str]:
     out = {"python": platform.python_version()}
     for pkg in ("newsbench", "playwright"):
@@ -153,6 +157,7 @@ class Runner:
         self._browser: Browser | None = None
         self._browser_lock = asyncio.Lock()
         self._pace_locks: dict[str, asyncio.Lock] = {}
+        self._probe_pool: dict[str, list[tuple]] = {}  # (context, page, cdp session)
         self._last_load: dict[str, float] = {}
 
     # -- browser ----------------------------------------------------------------------------
@@ -201,6 +206,7 @@ class Runner:
             try:
                 rows = await asyncio.gather(*(one(j) for j in jobs))
             finally:
+                self._probe_pool.clear()  # its pages go with the browser
                 if self._browser is not None:
                     await self._browser.close()
                     self._browser = None
@@ -408,6 +414,8 @@ class Runner:
         "{answer.FIELD}" a URL the agent answered with; only allowlisted, robots-allowed URLs
         are probed, and an after-probe of the page the final observation already shows is
         skipped."""
+        if not self.settings.probes:
+            return []
         spec = (task.get("oracle") or {}).get("probes")
         if spec is None:
             spec = DEFAULT_PROBES.get(task["intent"], [])
@@ -463,21 +471,20 @@ class Runner:
         out: list[dict] = []
         for url in self._probe_plan(task, when, final_obs, answer):
             probe: dict[str, Any] = {"url": url, "when": when}
-            context = None
+            # Seen as the run's reader sees it (same device, geo, consent modal), but never
+            # throttled: a probe is the harness's look, not part of the run.
+            profile = row.get("_profile")
+            kwargs = self.options.context_kwargs()
+            kwargs.update(profile.context_kwargs() if profile else {})
+            headers = {
+                **self.options.routing.browser_headers(f"{self._scope(row)}.probe"),
+                **(profile.extra_headers() if profile else {}),
+            }
+            slot = None
             try:
-                # Seen as the run's reader sees it (same device, geo, consent modal), but
-                # never throttled: a probe is the harness's look, not part of the run.
-                profile = row.get("_profile")
-                kwargs = self.options.context_kwargs()
-                kwargs.update(profile.context_kwargs() if profile else {})
-                context = await browser.new_context(**kwargs)
-                headers = {
-                    **self.options.routing.browser_headers(f"{self._scope(row)}.probe"),
-                    **(profile.extra_headers() if profile else {}),
-                }
-                if headers:
-                    await context.set_extra_http_headers(headers)
-                page = await context.new_page()
+                slot = await self._probe_slot(browser, kwargs)
+                page = slot[1]
+                await page.set_extra_http_headers(headers)
                 await self._pace(origin_of(url))
                 await page.goto(url, wait_until="domcontentloaded", timeout=PROBE_TIMEOUT_MS)
                 probe["obs"] = await asyncio.wait_for(
@@ -485,12 +492,48 @@ class Runner:
                 )
             except (PlaywrightError, TimeoutError) as e:
                 probe["error"] = str(e).splitlines()[0] if str(e) else "timeout"
+                slot = await self._drop_slot(slot)
             finally:
-                if context is not None:
-                    with contextlib.suppress(Exception):  # cleanup must never raise
-                        await asyncio.wait_for(context.close(), self.settings.cleanup_timeout_s)
+                if slot is not None:
+                    await self._release_slot(kwargs, slot, url)
             out.append(probe)
         return out
+
+    # A new page costs a renderer start (~100 ms, measured): probes reuse pages, one pool per
+    # context configuration. Each page never uses the HTTP cache (a probe must see the page as
+    # served now) and is wiped (cookies, the probed origin's storage) and parked on
+    # about:blank between uses, so no probe sees another's state.
+    async def _probe_slot(self, browser: Browser, kwargs: dict) -> tuple:
+        free = self._probe_pool.setdefault(json.dumps(kwargs, sort_keys=True), [])
+        while free:
+            slot = free.pop()
+            if not slot[1].is_closed() and slot[0].browser is browser:
+                return slot
+        context = await browser.new_context(**kwargs)
+        page = await context.new_page()
+        session = await context.new_cdp_session(page)
+        await session.send("Network.enable")
+        await session.send("Network.setCacheDisabled", {"cacheDisabled": True})
+        return context, page, session
+
+    async def _release_slot(self, kwargs: dict, slot: tuple, url: str) -> None:
+        context, page, session = slot
+        try:
+            await context.clear_cookies()
+            await session.send(
+                "Storage.clearDataForOrigin", {"origin": origin_of(url), "storageTypes": "all"}
+            )
+            await page.goto("about:blank")
+        except PlaywrightError:
+            await self._drop_slot(slot)
+            return
+        self._probe_pool.setdefault(json.dumps(kwargs, sort_keys=True), []).append(slot)
+
+    async def _drop_slot(self, slot: tuple | None) -> None:
+        if slot is not None:
+            with contextlib.suppress(Exception):  # cleanup must never raise
+                await asyncio.wait_for(slot[0].close(), self.settings.cleanup_timeout_s)
+        return None
 
     @staticmethod
     def _scope(row: dict) -> str:
@@ -815,12 +858,15 @@ class Runner:
             if entry := state.har.get(resp.request):
                 entry["status"] = resp.status
                 entry["bytes"] = size
+                on_done(resp.request)
             for rec in reversed(state.requests):
                 if rec.url == resp.url and rec.fetched and rec.status is None:
                     rec.status = resp.status
                     rec.bytes = size
                     break
 
+        # Duration is to the response's headers (or the failure): one event per request
+        # fewer than waiting for requestfinished, which the accounting does not need.
         def on_done(req: Request) -> None:
             if (entry := state.har.get(req)) and entry["duration_ms"] is None:
                 now = (time.perf_counter() - state.t0) * 1000
@@ -842,7 +888,6 @@ class Runner:
 
         context.on("request", on_request)
         context.on("response", on_response)
-        context.on("requestfinished", on_done)
         context.on("requestfailed", on_failed)
         context.on("page", on_page)
         context.on("console", lambda m: m.type == "error" and state.console_errors.append(m.text))

@@ -88,6 +88,10 @@ TABLES: dict[str, dict[str, str]] = {
         "safety_events": "json",
         "console_errors": "json",
         "artifacts": "json",
+        # What the harness took from the agent (closes swallowed, contexts refused, pacing).
+        "lifecycle": "json",
+        # What an adapter kept of its agent (a command's exit code, a model loop's turns).
+        "adapter": "json",
     },
     "run_scores": {
         "run_id": "string",

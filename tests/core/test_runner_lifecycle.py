@@ -6,6 +6,7 @@ and the byte budget."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import json
 import re
@@ -411,3 +412,42 @@ def test_page_loads_are_paced_per_origin_across_the_pool(harbor, browser_options
     assert len(loads) >= 8  # 4 entries + 4 x 2 agent loads, from 4 runs at once
     gaps = [b - a for a, b in zip(loads, loads[1:], strict=False)]
     assert min(gaps) >= 0.38, gaps
+
+
+class EscapingCdpAgent:
+    """Tries to open a browser context of its own over CDP (outside the request guard), then
+    to close the harness's page, then answers from the page it was given."""
+
+    manifest = manifest("escaper")
+    needs_cdp = True
+
+    async def run(self, task, tools):
+        async with async_playwright() as pw:
+            browser = await pw.chromium.connect_over_cdp(tools.cdp_url)
+            try:
+                await browser.new_context()
+                escaped = True
+            except Exception as e:  # noqa: BLE001 - the refusal is what we want to see
+                escaped = "refused by the harness" not in str(e)
+            [page] = [p for c in browser.contexts for p in c.pages if p.url == task.entry_url]
+            title = await page.title()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(page.close(), 5)
+            await tools.answer({"escaped": escaped, "title": title}, claims_success=False)
+            await browser.close()
+
+
+def test_an_attached_agent_cannot_leave_the_guarded_context_or_close_the_scored_page(
+    harbor, browser_options, tmp_path
+):
+    day, tasks, robots = harbor
+    task = tasks["extract_article_metadata"]
+    runner = runner_for([EscapingCdpAgent()], browser_options, robots, tmp_path)
+    [row] = run_tasks([task], day, runner)
+    assert row["run_status"] == "answered", row["error"]
+    assert row["answer"]["escaped"] is False
+    # (Playwright's page.close() over CDP does not surface the refusal; the page stays.)
+    kinds = {(e["kind"], e["method"]) for e in row["lifecycle"]}
+    assert ("refused", "Target.createBrowserContext") in kinds
+    assert ("refused", "Target.closeTarget") in kinds
+    assert row["observation"]["final"]["url"] == task["entry_url"]
