@@ -34,11 +34,12 @@ from typing import Any
 
 from newsbench_dagster.core.agents import AgentManifest, AgentTask
 from newsbench_dagster.core.agents.openai_tools import (
+    Endpoint,
     public_url,
     redact,
     task_message,
 )
-from newsbench_dagster.core.errors import ConfigError, ModelEndpointError
+from newsbench_dagster.core.errors import ModelEndpointError
 from newsbench_dagster.core.tools import BrowserTools
 
 # Set only while Browser Use is imported and its agent built (synchronous code, so nothing else
@@ -105,18 +106,7 @@ class BrowserUseAgent:
     def __init__(self, manifest: AgentManifest) -> None:
         self.manifest = manifest
         p = manifest.params
-        if not manifest.model:
-            raise ConfigError(f"agent {manifest.agent_version}: browser_use needs `model`")
-        if not isinstance(p.get("base_url"), str) or not p["base_url"].startswith("http"):
-            raise ConfigError(
-                f"agent {manifest.agent_version}: browser_use needs params.base_url (http...)"
-            )
-        self.base_url: str = p["base_url"].rstrip("/")
-        self.api_key_env: str = p.get("api_key_env", "OPENAI_API_KEY")
-        self.temperature: float = float(p.get("temperature", 0.0))
-        self.timeout_s: float = float(p.get("timeout_s", 60.0))
-        self.retries: int = int(p.get("retries", 2))
-        self.headers: dict[str, str] = {str(k): str(v) for k, v in (p.get("headers") or {}).items()}
+        self.endpoint = Endpoint.of(manifest)
         self.use_vision: bool = bool(p.get("use_vision", False))
         self.use_judge: bool = bool(p.get("use_judge", False))
         self.max_actions_per_step: int = int(p.get("max_actions_per_step", 3))
@@ -132,9 +122,9 @@ class BrowserUseAgent:
             "adapter": "browser_use",
             "browser_use_version": browser_use_version(),
             "model": self.manifest.model,
-            "base_url": public_url(self.base_url),
-            "api_key_env": self.api_key_env,
-            "temperature": self.temperature,
+            "base_url": public_url(self.endpoint.base_url),
+            "api_key_env": self.endpoint.api_key_env,
+            "temperature": self.endpoint.temperature,
             "use_vision": self.use_vision,
             "use_judge": self.use_judge,
             "max_actions_per_step": self.max_actions_per_step,
@@ -153,12 +143,7 @@ class BrowserUseAgent:
                 "browser_use needs tools.cdp_url: the runner must give adapters with "
                 "needs_cdp = True a CDP endpoint of the run's browser"
             )
-        key = os.environ.get(self.api_key_env)
-        if not key:
-            raise ModelEndpointError(
-                f"the model key is not set: environment variable {self.api_key_env} is empty",
-                environmental=True,
-            )
+        key = self.endpoint.key()
         max_steps = int(task.constraints.get("max_steps", DEFAULT_MAX_STEPS))
         stats = self._stats[tools] = {"max_steps": max_steps, "steps": 0, "llm_errors": 0}
         workdir = tempfile.mkdtemp(prefix="newsbench-bu-")
@@ -201,13 +186,13 @@ class BrowserUseAgent:
 
             llm = _ChatModel(
                 model=self.manifest.model or "",
-                base_url=self.base_url,
+                base_url=self.endpoint.base_url,
                 api_key=key,
-                temperature=self.temperature,
+                temperature=self.endpoint.temperature,
                 frequency_penalty=None,  # not every compatible server takes it
-                timeout=self.timeout_s,
-                max_retries=self.retries,
-                default_headers=self.headers or None,
+                timeout=self.endpoint.timeout_s,
+                max_retries=self.endpoint.retries,
+                default_headers=self.endpoint.headers or None,
             )
             session = BrowserSession(
                 cdp_url=tools.cdp_url,
@@ -239,7 +224,7 @@ class BrowserUseAgent:
                 enable_signal_handler=False,
                 calculate_cost=False,
                 file_system_path=workdir,
-                llm_timeout=int(self.timeout_s),
+                llm_timeout=int(self.endpoint.timeout_s),
             )
         answered = False
         tokens_seen = 0
@@ -280,7 +265,7 @@ class BrowserUseAgent:
             e = llm_failure[0]
             environmental, status = _endpoint_fault(e)
             raise ModelEndpointError(
-                f"model endpoint {public_url(self.base_url)} failed: "
+                f"model endpoint {public_url(self.endpoint.base_url)} failed: "
                 + redact(f"{type(e).__name__}: {e}", key)[:300],
                 environmental=environmental,
                 status=status,

@@ -289,31 +289,60 @@ def _check_args(name: str, tool: Tool, args: Any) -> str | None:
     return None
 
 
+# -- the endpoint ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Endpoint:
+    """Where a model-backed adapter's model lives, from its manifest (both adapters)."""
+
+    base_url: str
+    api_key_env: str
+    temperature: float
+    timeout_s: float
+    retries: int
+    headers: dict[str, str]
+
+    @classmethod
+    def of(cls, manifest: AgentManifest) -> Endpoint:
+        """The manifest's endpoint, or a ConfigError naming the agent and the field."""
+        p, who = manifest.params, f"agent {manifest.agent_version}"
+        if not manifest.model:
+            raise ConfigError(f"{who}: {manifest.adapter} needs `model`")
+        if not isinstance(p.get("base_url"), str) or not p["base_url"].startswith("http"):
+            raise ConfigError(f"{who}: {manifest.adapter} needs params.base_url (http...)")
+        endpoint = cls(
+            base_url=p["base_url"].rstrip("/"),
+            api_key_env=p.get("api_key_env", "OPENAI_API_KEY"),
+            temperature=float(p.get("temperature", 0.0)),
+            timeout_s=float(p.get("timeout_s", 60.0)),
+            retries=int(p.get("retries", 2)),
+            headers={str(k): str(v) for k, v in (p.get("headers") or {}).items()},
+        )
+        if any(k.lower() == "authorization" for k in endpoint.headers):
+            raise ConfigError(
+                f"{who}: the key comes from {endpoint.api_key_env}, not from params.headers"
+            )
+        return endpoint
+
+    def key(self) -> str:
+        """The key, read from the environment when a run starts (never at import)."""
+        key = os.environ.get(self.api_key_env)
+        if not key:
+            raise ModelEndpointError(
+                f"the model key is not set: environment variable {self.api_key_env} is empty",
+                environmental=True,
+            )
+        return key
+
+
 # -- the agent ---------------------------------------------------------------------------------
 class OpenAIToolsAgent:
     def __init__(self, manifest: AgentManifest) -> None:
         self.manifest = manifest
         p = manifest.params
-        if not manifest.model:
-            raise ConfigError(f"agent {manifest.agent_version}: openai_tools needs `model`")
-        if not isinstance(p.get("base_url"), str) or not p["base_url"].startswith("http"):
-            raise ConfigError(
-                f"agent {manifest.agent_version}: openai_tools needs params.base_url (http...)"
-            )
-        self.base_url: str = p["base_url"].rstrip("/")
-        self.api_key_env: str = p.get("api_key_env", "OPENAI_API_KEY")
-        self.temperature: float = float(p.get("temperature", 0.0))
+        self.endpoint = Endpoint.of(manifest)
         self.max_turns: int = int(p.get("max_turns", 20))
-        self.timeout_s: float = float(p.get("timeout_s", 60.0))
-        self.retries: int = int(p.get("retries", 2))
         self.retry_backoff_s: float = float(p.get("retry_backoff_s", 1.0))
         self.max_result_bytes: int = int(p.get("max_result_bytes", 8192))
-        self.headers: dict[str, str] = {str(k): str(v) for k, v in (p.get("headers") or {}).items()}
-        if any(k.lower() == "authorization" for k in self.headers):
-            raise ConfigError(
-                f"agent {manifest.agent_version}: the key comes from {self.api_key_env}, "
-                "not from params.headers"
-            )
         self.system_prompt = manifest.prompt or DEFAULT_SYSTEM_PROMPT
         # Per run (one agent serves concurrent runs): counts only, never message contents.
         self._stats: weakref.WeakKeyDictionary[BrowserTools, dict] = weakref.WeakKeyDictionary()
@@ -324,9 +353,9 @@ class OpenAIToolsAgent:
         return {
             "adapter": "openai_tools",
             "model": self.manifest.model,
-            "base_url": public_url(self.base_url),
-            "api_key_env": self.api_key_env,
-            "temperature": self.temperature,
+            "base_url": public_url(self.endpoint.base_url),
+            "api_key_env": self.endpoint.api_key_env,
+            "temperature": self.endpoint.temperature,
             "max_turns": self.max_turns,
             "max_result_bytes": self.max_result_bytes,
             "tools": list(TOOLS),
@@ -338,22 +367,17 @@ class OpenAIToolsAgent:
         return {"model_loop": dict(self._stats.get(tools, {}))}
 
     async def run(self, task: AgentTask, tools: BrowserTools) -> None:
-        key = os.environ.get(self.api_key_env)
-        if not key:
-            raise ModelEndpointError(
-                f"the model key is not set: environment variable {self.api_key_env} is empty",
-                environmental=True,
-            )
+        key = self.endpoint.key()
         stats = self._stats[tools] = {"turns": 0, "tool_calls": 0, "invalid_tool_calls": 0}
         messages: list[dict] = [
             {"role": "system", "content": self.system_prompt},
             {"role": "user", "content": task_message(task)},
         ]
-        headers = {**self.headers, "Authorization": f"Bearer {key}"}
+        headers = {**self.endpoint.headers, "Authorization": f"Bearer {key}"}
         # Proxy settings from the environment apply to a real endpoint, never to loopback.
-        loopback = urlsplit(self.base_url).hostname in ("127.0.0.1", "localhost", "::1")
+        loopback = urlsplit(self.endpoint.base_url).hostname in ("127.0.0.1", "localhost", "::1")
         async with httpx.AsyncClient(
-            headers=headers, timeout=self.timeout_s, trust_env=not loopback
+            headers=headers, timeout=self.endpoint.timeout_s, trust_env=not loopback
         ) as client:
             for _ in range(self.max_turns):
                 body = await self._complete(client, messages, key)
@@ -427,18 +451,18 @@ class OpenAIToolsAgent:
             "messages": messages,
             "tools": tool_specs(),
             "tool_choice": "auto",
-            "temperature": self.temperature,
+            "temperature": self.endpoint.temperature,
         }
-        url = f"{self.base_url}/chat/completions"
+        url = f"{self.endpoint.base_url}/chat/completions"
         where = public_url(url)
         last = ""
-        for attempt in range(self.retries + 1):
+        for attempt in range(self.endpoint.retries + 1):
             if attempt:
                 await asyncio.sleep(self.retry_backoff_s * 2 ** (attempt - 1))
             try:
                 response = await client.post(url, json=payload)
             except httpx.TimeoutException as e:
-                last = f"timed out after {self.timeout_s:g}s ({type(e).__name__})"
+                last = f"timed out after {self.endpoint.timeout_s:g}s ({type(e).__name__})"
                 continue
             except httpx.TransportError as e:
                 last = f"unreachable ({type(e).__name__}: {redact(str(e), key)})"
@@ -448,7 +472,7 @@ class OpenAIToolsAgent:
                 continue
             if response.status_code in (401, 403):
                 raise ModelEndpointError(
-                    f"model endpoint {where} refused the key from {self.api_key_env}: "
+                    f"model endpoint {where} refused the key from {self.endpoint.api_key_env}: "
                     f"HTTP {response.status_code}: {_error_text(response, key)}",
                     environmental=True,
                     status=response.status_code,
@@ -474,7 +498,7 @@ class OpenAIToolsAgent:
                 )
             return body
         raise ModelEndpointError(
-            f"model endpoint {where} failed after {self.retries + 1} attempt(s): {last}",
+            f"model endpoint {where} failed after {self.endpoint.retries + 1} attempt(s): {last}",
             environmental=True,
         )
 
