@@ -18,6 +18,7 @@ class ArtifactStore(Protocol):
     def put(self, key: str, data: bytes) -> str: ...
     def put_json(self, key: str, value: object) -> str: ...
     def get(self, uri: str) -> bytes: ...
+    def read_json(self, key: str) -> object | None: ...
 
 
 class LocalArtifactStore:
@@ -39,6 +40,16 @@ class LocalArtifactStore:
 
     def put_json(self, key: str, value: object) -> str:
         return self.put(key, json.dumps(value, indent=1, default=str).encode())
+
+    def read_json(self, key: str) -> object | None:
+        """A JSON artifact by its key; None when there is none (or it is unreadable)."""
+        path = (self.root / key).resolve()
+        if self.root not in path.parents or not path.is_file():
+            return None
+        try:
+            return json.loads(path.read_bytes())
+        except ValueError:
+            return None
 
     def get(self, uri: str) -> bytes:
         parts = urlsplit(uri)

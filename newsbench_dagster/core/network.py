@@ -19,6 +19,8 @@ from pydantic import BaseModel
 from newsbench_dagster.core.sites import origin_of
 
 USER_AGENT = "NewsbenchBot/0.1 (+https://github.com/newsbench; evaluation harness)"
+# Larger than any feed, sitemap or front page: past this a document is refused unread.
+MAX_RESPONSE_BYTES = 50 * 1024 * 1024
 
 
 class Routing(BaseModel):
@@ -159,12 +161,24 @@ class Fetcher:
                 time.sleep(wait)
             self._last[origin] = time.monotonic()
 
-    def _get(self, url: str) -> FetchResult:
+    def _get(self, url: str, headers: dict[str, str] | None = None) -> FetchResult:
         origin = origin_of(url)
         self._wait_turn(origin)
         started = time.perf_counter()
         try:
-            resp = self._client.get(url)
+            with self._client.stream("GET", url, headers=headers) as resp:
+                body = bytearray()
+                for chunk in resp.iter_bytes():
+                    body += chunk
+                    if len(body) > MAX_RESPONSE_BYTES:
+                        # Refused mid-transfer: a 50 MB "feed" is an error, not a poll.
+                        return FetchResult(
+                            url=url,
+                            status=resp.status_code,
+                            error=f"response larger than {MAX_RESPONSE_BYTES} bytes: not read",
+                            final_url=str(resp.url),
+                            elapsed_ms=(time.perf_counter() - started) * 1000,
+                        )
         except httpx.HTTPError as e:
             return FetchResult(
                 url=url,
@@ -175,7 +189,7 @@ class Fetcher:
         return FetchResult(
             url=url,
             status=resp.status_code,
-            content=resp.content,
+            content=bytes(body),
             headers={k.lower(): v for k, v in resp.headers.items()},
             final_url=str(resp.url),
             elapsed_ms=(time.perf_counter() - started) * 1000,
@@ -199,8 +213,10 @@ class Fetcher:
         rules = self.robots(origin_of(url))
         return rules is not None and rules.can_fetch(url, self.user_agent)
 
-    def fetch(self, url: str) -> FetchResult:
-        """GET `url` if the allowlist and robots.txt permit it; otherwise refuse and say why."""
+    def fetch(self, url: str, validators: dict[str, str] | None = None) -> FetchResult:
+        """GET `url` if the allowlist and robots.txt permit it; otherwise refuse and say why.
+        With `validators` (the `etag` / `last_modified` of an earlier fetch) the request is
+        conditional: an unchanged document answers 304 with no body."""
         origin = origin_of(url)
         if origin not in self.allowed_origins:
             res = FetchResult(
@@ -227,7 +243,12 @@ class Fetcher:
             )
             self._record(res, on_allowlist=True, robots_allowed=False, fetched=False)
             return res
-        res = self._get(url)
+        conditional = {}
+        if validators and validators.get("etag"):
+            conditional["If-None-Match"] = validators["etag"]
+        if validators and validators.get("last_modified"):
+            conditional["If-Modified-Since"] = validators["last_modified"]
+        res = self._get(url, conditional or None)
         self._record(res, on_allowlist=True, robots_allowed=True)
         return res
 

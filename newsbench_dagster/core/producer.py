@@ -256,29 +256,58 @@ def _status(res) -> str:
     return str(res.status) if res.status is not None else "error"
 
 
+# A sitemap index names child sitemaps; the newest few are read (news sitemaps are per day).
+MAX_CHILD_SITEMAPS = 3
+
+
 def poll_site(
-    site: Site, fetcher: Fetcher, store: ArtifactStore | None, day: date
+    site: Site,
+    fetcher: Fetcher,
+    store: ArtifactStore | None,
+    day: date,
+    validators: dict[str, dict] | None = None,
 ) -> list[PollRow]:
+    """One poll of a site's feeds, sitemaps and homepage, one row per item (or per unreadable
+    source). With `validators` (source URL -> etag / last_modified / raw_uri of the last
+    poll, updated in place) requests are conditional: a source that has not changed answers
+    304, costs no body, and its items are read again from the bytes kept last time."""
     sources = [(f.url, f.kind) for f in site.feeds] + [(site.home, "homepage")]
     rows: list[PollRow] = []
-    for url, kind in sources:
-        res = fetcher.fetch(url)
+    queue = list(sources)
+    children = 0
+    while queue:
+        url, kind = queue.pop(0)
+        known = (validators or {}).get(url) if store is not None else None
+        res = fetcher.fetch(url, known if known and known.get("raw_uri") else None)
         fetched_at = datetime.now(UTC)
-        raw_uri = None
-        if res.content and store is not None:
-            raw_uri = store.put(f"feeds/{site.key}/{day}/{kind}-{len(rows)}.raw", res.content)
+        content, raw_uri = res.content, None
+        if res.status == 304 and known:
+            try:
+                content, raw_uri = store.get(known["raw_uri"]), known["raw_uri"]
+            except (OSError, ValueError):
+                res = fetcher.fetch(url)  # the kept copy is gone: read it whole
+                content = res.content
+        if raw_uri is None and content and store is not None:
+            raw_uri = store.put(f"feeds/{site.key}/{day}/{kind}-{len(rows)}.raw", content)
         problem = None
         if res.error:
             problem = res.error
-        elif not res.ok:
+        elif not (res.ok or res.status == 304):
             problem = f"HTTP {res.status}"
         parsed = (
             None
             if problem
-            else parse_document(res.content, res.final_url or url, kind, res.headers)
+            else parse_document(content, res.final_url or url, kind, res.headers)
         )
         if parsed is not None and parsed.error:
             problem = parsed.error
+        if validators is not None and not problem and raw_uri:
+            validators[url] = {
+                "etag": res.headers.get("etag") or (known or {}).get("etag"),
+                "last_modified": res.headers.get("last-modified")
+                or (known or {}).get("last_modified"),
+                "raw_uri": raw_uri,
+            }
         if problem or parsed is None or not parsed.items:
             rows.append(
                 PollRow(
@@ -297,7 +326,17 @@ def poll_site(
                 )
             )
             continue
-        for i, item in enumerate(parsed.items):
+        stories = [i for i in parsed.items if i.role != "sitemap"]
+        # Child sitemaps of an index: the newest first, a few, each polled as a source.
+        nested = sorted(
+            (i for i in parsed.items if i.role == "sitemap" and i.url),
+            key=lambda i: i.published or datetime.min.replace(tzinfo=UTC),
+            reverse=True,
+        )
+        for child in nested[: max(0, MAX_CHILD_SITEMAPS - children)]:
+            queue.append((child.url, "sitemap"))
+            children += 1
+        for i, item in enumerate(stories):
             rows.append(
                 PollRow(
                     site.key,

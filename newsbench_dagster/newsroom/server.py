@@ -9,6 +9,7 @@ endpoint, so site hosts never expose anything a real news site would not.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import socket
 import socketserver
@@ -19,7 +20,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from datetime import UTC, datetime
-from email.utils import format_datetime
+from email.utils import format_datetime, parsedate_to_datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
@@ -38,6 +39,19 @@ SLOW_DELAY_SECONDS = 2.0
 REQUEST_LOG_SIZE = 1000
 
 Clock = Callable[[], datetime]
+
+
+def _not_modified(request_headers, etag: str, last_modified: datetime | None) -> bool:
+    """RFC 9110 §13.1: If-None-Match wins over If-Modified-Since."""
+    if (match := request_headers.get("If-None-Match")) is not None:
+        return etag in [m.strip() for m in match.split(",")] or match.strip() == "*"
+    since = request_headers.get("If-Modified-Since")
+    if since and last_modified is not None:
+        try:
+            return as_utc(last_modified).replace(microsecond=0) <= parsedate_to_datetime(since)
+        except (TypeError, ValueError):
+            return False
+    return False
 
 
 def http_date(at: datetime) -> str:
@@ -266,6 +280,14 @@ class _Handler(BaseHTTPRequestHandler):
         headers: list[tuple[str, str]] = []
         if response.last_modified is not None:
             headers.append(("Last-Modified", http_date(response.last_modified)))
+        if response.status == 200 and self.command in ("GET", "HEAD"):
+            # Conditional GET, as publishers' CDNs answer it: a poll that finds nothing new
+            # gets a 304 and no body.
+            etag = '"' + hashlib.sha1(response.body).hexdigest()[:20] + '"'
+            headers.append(("ETag", etag))
+            if _not_modified(self.headers, etag, response.last_modified):
+                self._reply(host, path, 304, response.content_type, b"", True, headers)
+                return
         if response.location is not None:
             headers.append(("Location", response.location))
         headers.extend(response.headers)
