@@ -124,10 +124,8 @@ def test_every_intent_is_produced_valid_from_real_inputs(registry, fetcher, toda
     assert compare["allowed_origins"] == sorted(harbor.allowed_origins + rhein.allowed_origins)
     assert {p["url"] for p in compare["oracle"]["probes"]} == {rhein.home, "{entry}"}
     assert by_intent["subscribe_checkout"]["oracle"]["stop"] == "approval"
-    assert by_intent["newsletter_signup"]["oracle"] == {
-        "kind": "server_state",
-        "allowed_changes": ["newsletter_signup"],
-    }
+    signup = by_intent["newsletter_signup"]["oracle"]
+    assert (signup["kind"], signup["allowed_changes"]) == ("server_state", ["newsletter_signup"])
     # Blind labels: agents are never shown the oracle section.
     from newsbench_dagster.core.agents import AgentTask
 

@@ -57,10 +57,12 @@ class AgentTask(BaseModel):
     entry_url: str
     inputs: dict[str, Any]
     constraints: dict[str, Any]
+    answer_format: dict[str, str] = Field(default_factory=dict)  # the answer's fields
 
     @classmethod
     def from_task(cls, task: dict) -> AgentTask:
-        return cls(**{k: task[k] for k in ("id", "intent", "entry_url", "inputs", "constraints")})
+        fields = {k: task[k] for k in ("id", "intent", "entry_url", "inputs", "constraints")}
+        return cls(**fields, answer_format=task.get("answer_format") or {})
 
 
 class Agent(Protocol):

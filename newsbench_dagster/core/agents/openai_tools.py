@@ -269,6 +269,9 @@ def task_message(task: AgentTask) -> str:
     lines = [prompt]
     if inputs:
         lines.append("Details: " + json.dumps(inputs, ensure_ascii=False))
+    if task.answer_format:
+        fields = "; ".join(f"{k}: {v}" for k, v in task.answer_format.items())
+        lines.append(f"Answer with a JSON object with these fields: {fields}")
     lines.append(f"The browser is already open at {task.entry_url}")
     return "\n".join(lines)
 
