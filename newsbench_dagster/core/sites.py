@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from newsbench_dagster.core.errors import ConfigError
 
-FeedKind = Literal["rss", "atom", "sitemap"]
+FeedKind = Literal["rss", "atom", "jsonfeed", "sitemap"]
 Geo = Literal["US", "EU", "UK", "CA", "IN", "AU", "ANY"]
 
 
