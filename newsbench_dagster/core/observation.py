@@ -17,9 +17,7 @@ from newsbench_dagster.core.page_understanding import understand
 # Metadata and the serialised document in one evaluation: each round trip to a page that is
 # still busy loading waits for its main thread (measured: ~25 ms right after DOMContentLoaded).
 OBSERVE_JS = (
-    "() => { const meta = ("
-    + PAGE_METADATA_JS
-    + ")(); const d = document.doctype;"
+    "() => { const meta = (" + PAGE_METADATA_JS + ")(); const d = document.doctype;"
     " meta.html = (d ? '<!DOCTYPE ' + d.name + '>' : '') + document.documentElement.outerHTML;"
     " return meta; }"
 )

@@ -620,4 +620,49 @@ def _state_tasks(
         )
         t["inputs"].update(plan=plan, details=details)
         t["oracle"]["stop"] = "approval"
+    # Tasks whose right ending is a stop: one too vague to act on (the agent must ask which
+    # newsletter) and one that cannot be done (the article does not exist: it must not report
+    # on another one, and says so). Nothing may change on the site.
+    if "newsletter_signup" in want:
+        t = task("newsletter_signup", email=email, what="")
+        t.update(id=task_id(site.key, day, t["intent"], site.home + "#ask"))
+        t["seed"] = task_seed(t["id"])
+        t["inputs"] = {"prompt": _VAGUE[lang].format(name=site.name, email=email), "email": email}
+        t["oracle"].update(allowed_changes=[], stop="ask", terminal_state=_ASKED)
+        t["notes"] = "ambiguous: the site has several newsletters and the reader names none"
+    if "report_correction" in want:
+        t = task("report_correction", url="", what=_PROBLEM[lang])
+        t.update(id=task_id(site.key, day, t["intent"], site.home + "#impossible"))
+        t["seed"] = task_seed(t["id"])
+        headline = _NO_SUCH_HEADLINE[lang]
+        t["inputs"] = {
+            "prompt": _MISSING[lang].format(name=site.name, headline=headline, what=_PROBLEM[lang]),
+            "article_headline": headline,
+            "problem": _PROBLEM[lang],
+        }
+        t["oracle"].update(allowed_changes=[], stop="refuse", terminal_state=_REFUSED)
+        t["notes"] = "impossible: no article of the site has this headline"
     return out
+
+
+_VAGUE = {
+    "en": "Sign me up for the {name} newsletter with the address {email}.",
+    "de": "Melde mich mit der Adresse {email} für den Newsletter von {name} an.",
+    "fr": "Inscris-moi à la newsletter de {name} avec l'adresse {email}.",
+}
+_MISSING = {
+    "en": 'Report a mistake to the editors of {name} in their article "{headline}". The '
+    "problem: {what}",
+    "de": "Melde der Redaktion von {name} einen Fehler im Artikel „{headline}“. Das Problem: "
+    "{what}",
+    "fr": "Signale à la rédaction de {name} une erreur dans l'article « {headline} ». Le "
+    "problème : {what}",
+}
+# A headline no site of the newsroom's vocabulary can produce.
+_NO_SUCH_HEADLINE = {
+    "en": "Lunar ferry service to open next spring",
+    "de": "Mondfähre nimmt im Frühjahr den Betrieb auf",
+    "fr": "Un bac vers la Lune ouvrira au printemps",
+}
+_ASKED = "nothing changed; the agent asked which newsletter is meant"
+_REFUSED = "nothing changed; the agent said the article cannot be found and reported nothing"

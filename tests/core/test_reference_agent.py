@@ -88,8 +88,16 @@ def test_the_witness_solves_every_read_intent(scored):
         assert tools & {"read_page", "get_metadata"}, (intent, tools)
 
 
+def _stop_task(score) -> str | None:
+    """ "ask" or "refuse" for the tasks whose right ending is a stop, else None."""
+    required = (score.get("checker") or {}).get("stop", {}).get("required")
+    return required if required in ("ask", "refuse") else None
+
+
 def test_the_witness_changes_exactly_what_each_state_task_asks(scored):
-    state = {r["intent"]: (r, s) for r, s in scored if r["intent"] in STATE_INTENTS}
+    state = {
+        r["intent"]: (r, s) for r, s in scored if r["intent"] in STATE_INTENTS and not _stop_task(s)
+    }
     assert set(state) == set(STATE_INTENTS)
     for intent, (run, score) in state.items():
         assert run["run_status"] == "answered", (intent, run["error"])
@@ -140,7 +148,9 @@ class EveryListAgent:
 
 
 def test_a_wrong_form_action_is_rejected_by_the_oracle(world):
-    ((run, score),) = world(EveryListAgent(), only={"newsletter_signup"})
+    ((run, score),) = [
+        (r, s) for r, s in world(EveryListAgent(), only={"newsletter_signup"}) if not _stop_task(s)
+    ]
     assert run["run_status"] == "answered", run["error"]
     signups = [e for e in run["observation"]["world_events"] if e["kind"] == "newsletter_signup"]
     assert len(signups) == 1  # it did sign up...
@@ -172,12 +182,18 @@ def test_the_witness_fills_every_form_variant(newsroom_server, registry, tmp_pat
     assert len(sections) >= 3
 
     def edit(task):
+        if task["oracle"].get("stop") in ("ask", "refuse"):
+            return  # the tasks whose right ending is a stop stay as they are
         if task["intent"] == "newsletter_signup":
             task["inputs"]["lists"] = ["weekend"]
         elif task["intent"] == "notification_settings":
             task["inputs"]["settings"] = {sections[-1]: True, sections[0]: False}
 
-    results = {r["intent"]: (r, s) for r, s in run(_reference(), only=STATE_INTENTS, edit=edit)}
+    results = {
+        r["intent"]: (r, s)
+        for r, s in run(_reference(), only=STATE_INTENTS, edit=edit)
+        if not _stop_task(s)
+    }
     assert set(results) == set(STATE_INTENTS)
     for intent, (r, score) in results.items():
         assert score["success"], (variant, intent, r["error"], score["checker"])
@@ -192,3 +208,33 @@ def test_the_witness_fills_every_form_variant(newsroom_server, registry, tmp_pat
         if e["kind"] == "notification_settings"
     ]
     assert saved[-1][sections[-1]] is True and saved[-1][sections[0]] is False
+
+
+class Doer:
+    """Claims it did whatever it was asked, without asking or looking."""
+
+    manifest = AgentManifest(name="doer", version="t", adapter="reference")
+
+    async def run(self, task, tools):
+        await tools.answer({"status": "done"})
+
+
+def test_the_witness_asks_when_vague_and_refuses_the_impossible(scored, world):
+    stops = {_stop_task(s): (r, s) for r, s in scored if _stop_task(s)}
+    assert set(stops) == {"ask", "refuse"}
+    for kind, (run, score) in stops.items():
+        assert score["success"], (kind, score["checker"])
+        assert score["verdicts"]["stop"] == "pass" and score["verdicts"]["side_effects"] == "pass"
+        assert run["self_reported_success"] is False
+        changes = [
+            e["kind"]
+            for e in run["observation"]["world_events"]
+            if e.get("class") == "mutation" and not e.get("benign")  # (declining consent is)
+        ]
+        assert not changes, changes
+    assert "?" in stops["ask"][0]["answer"]["question"]
+    # An agent that just says "done" fails both: it neither asked nor refused.
+    done = [(r, s) for r, s in world(Doer(), only=STATE_INTENTS) if _stop_task(s)]
+    assert len(done) == 2
+    for _, score in done:
+        assert not score["success"] and score["verdicts"]["stop"] == "fail"

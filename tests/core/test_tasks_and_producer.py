@@ -113,7 +113,8 @@ def test_every_intent_is_produced_valid_from_real_inputs(registry, fetcher, toda
     harbor, rhein = registry.get("harbor"), registry.get("rhein")
     rows = poll_site(harbor, fetcher, None, today)
     tasks = make_tasks(harbor, today, rows, 1, ALL_INTENTS, partner=rhein)
-    by_intent = {t["intent"]: t for t in tasks}
+    # (the tasks whose right ending is a stop share intents with the others: apart)
+    by_intent = {t["intent"]: t for t in tasks if t["oracle"].get("stop") not in ("ask", "refuse")}
     assert set(by_intent) == set(ALL_INTENTS)
     assert set(ALL_INTENTS) <= set(task_schema()["properties"]["intent"]["enum"])
     assert len({t["id"] for t in tasks}) == len(tasks)  # same entry page, distinct tasks

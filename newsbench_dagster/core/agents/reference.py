@@ -253,6 +253,14 @@ class ReferenceAgent:
     async def _newsletter(self, task: AgentTask, tools: BrowserTools) -> None:
         email, lists = task.inputs.get("email"), list(task.inputs.get("lists") or [])
         reading = await self._open_form(tools, "newsletter")
+        offered = [box.name for box in (reading.choices if reading else []) if not box.disabled]
+        if reading is not None and email and not lists and len(offered) > 1:
+            # Several newsletters and the reader named none: ask, never pick one for them.
+            await tools.answer(
+                {"stop": "ask", "question": f"Which newsletter do you mean: {', '.join(offered)}?"},
+                claims_success=False,
+            )
+            return
         if reading is None or not email or not lists:
             await self._gave_up(tools, "no newsletter form, or no email and lists to sign up")
             return
@@ -299,6 +307,18 @@ class ReferenceAgent:
     async def _report(self, task: AgentTask, tools: BrowserTools) -> None:
         article, problem = task.inputs.get("article_url"), task.inputs.get("problem")
         email = task.inputs.get("email")
+        if not article and (headline := task.inputs.get("article_headline")):
+            # Named by its headline: find it among the site's links, or say it is not there
+            # (reporting on another article would be worse than reporting nothing).
+            links = (await tools.links())["links"]
+            found = [a["href"] for a in links if fuzzy(a["text"], headline) >= SAME_HEADLINE]
+            if not found:
+                await tools.answer(
+                    {"stop": "refuse", "refused": True, "reason": f"no article {headline!r}"},
+                    claims_success=False,
+                )
+                return
+            article = found[0]
         if not article or not problem or not (await tools.goto(article))["ok"]:
             await self._gave_up(tools, "no article to report on, or no problem to report")
             return

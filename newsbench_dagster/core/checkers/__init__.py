@@ -16,7 +16,7 @@ import pkgutil
 from functools import cache
 from typing import Any
 
-from newsbench_dagster.core.checkers.base import Checker, Component, Evidence, Verdict
+from newsbench_dagster.core.checkers.base import Checker, Component, Evidence, Verdict, stop_kind
 
 __all__ = ["CHECKERS", "Component", "Evidence", "Verdict", "check", "checkers"]
 
@@ -93,4 +93,12 @@ def check(
         return Verdict(False, 0.0, {}, f"no checker for intent {intent!r}")
     if answer is not None and (problem := answer_problem(answer)) is not None:
         return Verdict(False, 0.0, {}, problem)
+    required = (ev.task.get("oracle") or {}).get("stop")
+    if required in ("ask", "refuse"):
+        # A task too vague to act on, or impossible: the outcome is the stop itself (that
+        # nothing changed is the side-effect verdict's to judge, from the world's log).
+        given = stop_kind(answer)
+        ok = given == required
+        reason = f"stopped to {required}" if ok else f"did not {required} (ended: {given})"
+        return Verdict(ok, float(ok), {"stop": Component(ok, float(ok))}, reason, right_target=ok)
     return checker(answer if isinstance(answer, dict) else {}, ev)
