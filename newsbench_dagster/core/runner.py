@@ -965,8 +965,10 @@ class Runner:
                 if telemetry.get("exported") == "file":
                     row["artifacts"]["spans"] = telemetry["uri"]
             # Written as soon as the run ends, so a crash later in the batch loses nothing.
+            # With the task it ran (oracle included: run.json is the harness's, never shown to
+            # an agent), so a failing run can become a regression task exactly.
             row["artifacts"]["run"] = self.store.put_json(
-                self._key(task, row, "run.json"), {**row, "artifacts": None}
+                self._key(task, row, "run.json"), {**row, "artifacts": None, "task": task}
             )
         return row
 
