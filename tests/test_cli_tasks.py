@@ -85,7 +85,7 @@ def test_list_filters_by_suite_tag_and_intent():
     redesign = _listed("--tag", "incident:redesign")
     assert len(redesign) == 2 and all(t["site"] == "harbor" for t in redesign)
     live = _listed("--intent", "live_blog_latest")
-    assert [t["site"] for t in live] == ["fleuve"]
+    assert {t["site"] for t in live} == {"fleuve"}
     assert _listed("--suite", "heldout", "--intent", "find_top_headline") == []
     table = invoke("list", "--suite", "regression")
     assert table.exit_code == 0 and "harbor-herald.test" in table.stdout

@@ -63,7 +63,13 @@ def test_the_shipped_suites_load_clean_with_deterministic_ids():
     assert counts["regression"] >= 3 and counts["heldout"] >= 2 and counts["adversarial"] >= 2
     for t in loaded.tasks:
         task = t.task
-        assert t.id == task_id(task["site"], task["day"], task["intent"], task["entry_url"])
+        # A keyed task (a matrix variation) hashes its key in; the others, their entry page.
+        keys = ["", *(f"#{k}" for k in ("desktop-us-wifi", "mobile-us-4g", "tablet-uk-wifi"))]
+        keys += ["#desktop-eu-wifi", "#3g-mobile", "#3g-desktop"]
+        ids = {
+            task_id(task["site"], task["day"], task["intent"], task["entry_url"] + k) for k in keys
+        }
+        assert t.id in ids
         if t.suite == "regression":
             assert t.reason and task["source"]["kind"]
         if t.suite == "adversarial":
