@@ -77,6 +77,13 @@ class Routing(BaseModel):
         return {"server": self.proxy} if self.proxy else None
 
 
+class RefusedHop(httpx.HTTPError):
+    """A redirect hop the poller may not follow (off the allowlist, or robots-disallowed)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+
+
 @dataclass
 class FetchResult:
     url: str
@@ -138,7 +145,21 @@ class Fetcher:
             timeout=timeout,
             follow_redirects=True,
             headers={"User-Agent": user_agent},
+            event_hooks={"request": [self._check_hop]},
         )
+
+    def _check_hop(self, request: httpx.Request) -> None:
+        """Every hop of a redirect chain is held to the allowlist and robots.txt, not only
+        the URL asked for (a feed that moved must not take the poller off the list)."""
+        url = str(request.url)
+        origin = origin_of(url)
+        if origin not in self.allowed_origins:
+            raise RefusedHop(f"redirected off the allowlist to {url}")
+        if url.endswith("/robots.txt"):
+            return
+        rules = self._robots.get(origin)
+        if rules is not None and not rules.can_fetch(url, self.user_agent):
+            raise RefusedHop(f"redirected to {url}, disallowed by robots.txt")
 
     def close(self) -> None:
         self._client.close()
@@ -179,6 +200,14 @@ class Fetcher:
                             final_url=str(resp.url),
                             elapsed_ms=(time.perf_counter() - started) * 1000,
                         )
+        except RefusedHop as e:
+            return FetchResult(
+                url=url,
+                status=None,
+                error=f"refused: {e}",
+                robots_allowed="robots" not in str(e),
+                elapsed_ms=(time.perf_counter() - started) * 1000,
+            )
         except httpx.HTTPError as e:
             return FetchResult(
                 url=url,

@@ -84,8 +84,30 @@ def test_a_lost_kept_copy_is_read_whole_again(frozen, tmp_path):
 
 class _Huge(BaseHTTPRequestHandler):
     def do_GET(self):  # noqa: N802 - http.server's naming
+        if self.path in ("/moved", "/away", "/private-feed"):
+            target = {
+                "/moved": "/feeds/rss.xml",
+                "/away": "http://elsewhere.invalid/feed.xml",
+                "/private-feed": "/private/feed.xml",
+            }[self.path]
+            self.send_response(301)
+            self.send_header("Location", target)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        if self.path == "/feeds/rss.xml":
+            body = (
+                b'<?xml version="1.0"?><rss version="2.0"><channel><title>t</title>'
+                b"<item><title>Moved feed</title><link>../story/1</link></item></channel></rss>"
+            )
+            self.send_response(200)
+            self.send_header("Content-Type", "application/rss+xml")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
         if self.path == "/robots.txt":
-            body = b"User-agent: *\nAllow: /\nCrawl-delay: 0.4\n"
+            body = b"User-agent: *\nDisallow: /private/\nCrawl-delay: 0.4\n"
             self.send_response(200)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
@@ -130,3 +152,18 @@ def test_the_fetcher_honours_crawl_delay(huge_server, monkeypatch):
             stamps.append(time.monotonic())
     gaps = [b - a for a, b in zip(stamps, stamps[1:], strict=False)]
     assert min(gaps) >= 0.38, gaps
+
+
+def test_a_feed_that_redirects_is_followed_on_the_allowlist_only(huge_server):
+    from newsbench_dagster.core.feeds import parse_document
+
+    with Fetcher(Routing(), {huge_server}) as fetcher:
+        moved = fetcher.fetch(huge_server + "/moved")
+        away = fetcher.fetch(huge_server + "/away")
+        private = fetcher.fetch(huge_server + "/private-feed")
+    assert moved.ok and moved.final_url == huge_server + "/feeds/rss.xml"
+    # Relative links resolve against where the feed now lives, not where it was asked for.
+    [item] = parse_document(moved.content, moved.final_url).items
+    assert item.url == huge_server + "/story/1"
+    assert away.error and "redirected off the allowlist" in away.error
+    assert private.error and "disallowed by robots.txt" in private.error
