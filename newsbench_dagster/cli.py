@@ -627,6 +627,13 @@ def agents_try(
         list[str], typer.Option(help="Intent (repeatable; default: every intent).")
     ] = [],  # noqa: B006
     tasks: Annotated[int, typer.Option(help="At most this many tasks per site.")] = 4,
+    sample: Annotated[
+        int | None,
+        typer.Option(
+            help="Run a seeded sample of this size (stratified by site, intent, language)."
+        ),
+    ] = None,
+    seed: Annotated[int, typer.Option(help="The sample's seed.")] = 0,
     trials: Annotated[int, typer.Option(help="Runs of each task.")] = 1,
     concurrency: Annotated[int, typer.Option(help="Browser contexts in flight.")] = 2,
     artifacts: Annotated[Path, typer.Option(help="Artifact folder.")] = DATA_DIR / "artifacts",
@@ -676,12 +683,19 @@ def agents_try(
                 todo += made[:tasks]
         if not todo:
             _fail("no tasks: the feeds gave nothing for these sites and intents")
+        from newsbench_dagster.core.sampling import pick, stratified_sample
+
+        if sample is not None:
+            drawn = stratified_sample(todo, sample, seed)
+            todo, task_set = pick(todo, drawn), {"kind": "sample", **drawn.as_dict()}
+        else:
+            task_set = {"kind": "full", "n": len(todo), "task_ids": sorted(t["id"] for t in todo)}
         runner = Runner(
             [agent],
             options=BrowserOptions(routing=routing),
             robots=robots,
             store=LocalArtifactStore(artifacts),
-            settings=RunSettings(trials=trials, concurrency=concurrency),
+            settings=RunSettings(trials=trials, concurrency=concurrency, task_set=task_set),
             world={"kind": "newsroom", "port": port},
         )
         by_id = {t["id"]: t for t in todo}

@@ -62,3 +62,21 @@ def test_agents_try_rejects_an_unknown_intent():
         app, ["agents", "try", str(AGENTS_DIR / "reference.yaml"), "--intent", "book_a_flight"]
     )
     assert result.exit_code == 2 and "book_a_flight" in result.output
+
+
+def test_agents_try_runs_a_seeded_sample_and_stores_it_with_every_run(tmp_path):
+    args = [
+        "agents", "try", str(AGENTS_DIR / "reference.yaml"), "--site", "harbor", "--site", "rhein",
+        "--intent", "find_top_headline", "--intent", "extract_article_metadata",
+        "--tasks", "6", "--sample", "3", "--seed", "11", "--artifacts", str(tmp_path),
+        "--port", "8493",
+    ]  # fmt: skip
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    runs = [json.loads(p.read_text()) for p in tmp_path.glob("runs/*/*/*/run.json")]
+    assert len(runs) == 3
+    sets = [r["environment"]["task_set"] for r in runs]
+    assert all(s == sets[0] for s in sets)
+    assert sets[0]["kind"] == "sample" and sets[0]["seed"] == 11
+    assert sorted(sets[0]["task_ids"]) == sorted(r["task_id"] for r in runs)
+    assert {r["site"] for r in runs} == {"harbor", "rhein"}  # stratified: both sites drawn

@@ -55,7 +55,9 @@ def agent_runs(
                 o: s.rate_limit.min_interval_seconds
                 for s in registry.sites
                 for o in s.allowed_origins
-            }
+            },
+            # The nightly sweep runs the partition's full task set; recorded with every run.
+            task_set={"kind": "full", "n": len(tasks), "task_ids": sorted(t["id"] for t in tasks)},
         ),
         world=newsroom.world(),
     )

@@ -78,6 +78,9 @@ class RunSettings:
     otlp_headers: dict[str, str] = field(default_factory=dict, repr=False)
     # Draw the device / geo / network a task leaves open from its seed (anti-gaming).
     randomize_profiles: bool = False
+    # Which task set this evaluation ran (the nightly full set, or a seeded sample: its seed
+    # and task ids), stored with every run so the evaluation can be reproduced.
+    task_set: dict[str, Any] | None = None
 
     def keeps(self, kind: str) -> bool:
         return kind in self.artifacts and (kind != "screenshot" or self.screenshot)
@@ -907,6 +910,7 @@ class Runner:
             "prompt_hash": manifest.prompt_hash,
             "manifest_hash": manifest.content_hash,
             "task_seed": task["seed"],
+            "task_set": self.settings.task_set,
             "world": self.world,
             "packages": _package_versions(),
             "platform": f"{platform.system()} {platform.machine()}",

@@ -30,7 +30,9 @@ class BrowserResource(ConfigurableResource):
             executable_path=self.executable_path, headless=self.headless, routing=routing
         )
 
-    def settings(self, min_interval: dict[str, float] | None = None) -> RunSettings:
+    def settings(
+        self, min_interval: dict[str, float] | None = None, task_set: dict | None = None
+    ) -> RunSettings:
         unknown = set(self.artifacts) - set(ARTIFACT_KINDS)
         if unknown:
             raise ValueError(f"browser.artifacts: unknown kinds {sorted(unknown)}")
@@ -41,4 +43,5 @@ class BrowserResource(ConfigurableResource):
             artifacts=tuple(self.artifacts),
             randomize_profiles=self.randomize_profiles,
             min_interval=min_interval or {},
+            task_set=task_set,
         )
