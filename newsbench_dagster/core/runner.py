@@ -594,10 +594,11 @@ class Runner:
             if tools.trajectory.answers:
                 return "answered", str(e)
             return ("model_unavailable" if e.environmental else "agent_error"), str(e)
-        except PlaywrightError:
+        except PlaywrightError as e:
             if state.closed.is_set() or self._browser is None or not self._browser.is_connected():
                 raise  # the browser died under the agent: the environment's failure
-            return "agent_error", "agent raised a browser error"
+            first = str(e).splitlines()[0] if str(e) else type(e).__name__
+            return "agent_error", f"agent raised a browser error: {first}"
         except Exception as e:  # noqa: BLE001 - an agent crash is the agent's failure
             return "agent_error", f"{type(e).__name__}: {e}"
         return ("answered" if tools.trajectory.answers else "no_answer"), None

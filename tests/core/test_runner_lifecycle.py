@@ -254,20 +254,9 @@ class ClosingCdpAgent:
         async with async_playwright() as pw:
             browser = await pw.chromium.connect_over_cdp(tools.cdp_url)
             [page] = [p for c in browser.contexts for p in c.pages if p.url == task.entry_url]
-            data = await page.evaluate(
-                """() => JSON.parse(
-                     document.querySelector('script[type="application/ld+json"]').textContent)"""
-            )
-            node = data[0] if isinstance(data, list) else data
-            authors = node.get("author") or []
-            authors = authors if isinstance(authors, list) else [authors]
-            await tools.answer(
-                {
-                    "headline": node["headline"],
-                    "authors": [a["name"] for a in authors if isinstance(a, dict)],
-                    "published": node["datePublished"],
-                }
-            )
+            assert await page.title()  # it works in the page it attached to...
+            # ...and answers as the witness would (whatever metadata this article has).
+            await build_agent(REFERENCE).run(task, tools)
             session = await browser.new_browser_cdp_session()
             await session.send("Browser.close")
             await browser.close()
