@@ -53,6 +53,17 @@ err = Console(stderr=True)
 DEFAULT_PORT = 8411
 
 
+def _progress() -> Progress:
+    """The one progress bar of every long command: what, how far, how long."""
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+    )
+
+
 def _today() -> date:
     return datetime.now(UTC).date()
 
@@ -400,13 +411,7 @@ def _materialize(days: list[date], sites: list[str], port: int, *, with_kpis: bo
     site_job = defs.resolve_job_def("site_day_job")
     kpi_job = defs.resolve_job_def("kpi_job")
     ok = True
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err,
-    ) as bar:
+    with _progress() as bar:
         steps = bar.add_task("evaluating", total=len(days) * (len(sites) + int(with_kpis)))
         for day in days:
             for site in sites:
@@ -700,13 +705,7 @@ def agents_try(
         )
         by_id = {t["id"]: t for t in todo}
         scores: dict[str, dict] = {}
-        with Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=err,
-        ) as bar:
+        with _progress() as bar:
             job = bar.add_task(f"{agent.manifest.agent_version}", total=len(todo) * trials)
 
             def progress(row: dict) -> None:

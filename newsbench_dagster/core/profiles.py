@@ -151,24 +151,20 @@ class EnvProfile(_Strict):
         return session
 
     def manifest(self) -> dict[str, Any]:
-        """Names and concrete values, for the run's environment manifest."""
-        d, g, n = self.device, self.geo, self.network
+        """Names and concrete values, for the run's environment manifest: what the context
+        was built with (context_kwargs), plus what the network and the newsroom were told."""
+        n = self.network
+        context = self.context_kwargs()
+        context.pop("permissions", None)
         return {
             "device": self.device_name,
             "geo": self.geo_name,
             "network": self.network_name,
             "drawn": list(self.drawn),
-            "viewport": d.viewport.model_dump(),
-            "screen": d.screen.model_dump() if d.screen else None,
-            "device_scale_factor": d.device_scale_factor,
-            "is_mobile": d.is_mobile,
-            "has_touch": d.has_touch,
-            "user_agent": d.user_agent,
-            "locale": self.locale,
-            "timezone_id": g.timezone_id,
-            "geolocation": g.geolocation.model_dump(),
+            **context,
+            "screen": context.get("screen"),
             "accept_language": self.locale,  # what Chromium sends (see extra_headers)
-            "newsroom_geo": g.newsroom_geo,
+            "newsroom_geo": self.geo.newsroom_geo,
             "network_throttled": n.throttled,
             "latency_ms": n.latency_ms,
             "download_bytes_per_s": n.download_bytes_per_s,
