@@ -20,9 +20,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from newsbench_dagster.core.config_file import parse_config
 from newsbench_dagster.core.errors import ConfigError, InvalidTask
 from newsbench_dagster.core.tasks import task_schema
 
@@ -260,14 +260,4 @@ def _packaged() -> ProfileCatalog:
 
 
 def _parse(text: str, where: str) -> ProfileCatalog:
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise ConfigError(f"{where}: not valid YAML: {e}") from e
-    try:
-        return ProfileCatalog.model_validate(raw)
-    except ValidationError as e:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or '<top>'}: {err['msg']}" for err in e.errors()
-        )
-        raise ConfigError(f"{where}: {problems}") from e
+    return parse_config(text, where, ProfileCatalog)

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from newsbench_dagster.core.config_file import parse_config
 from newsbench_dagster.core.errors import ConfigError
 
 FeedKind = Literal["rss", "atom", "jsonfeed", "sitemap"]
@@ -105,15 +105,7 @@ def load_sites(path: str | Path) -> SiteRegistry:
     """Read and validate a sites file; errors name the file and the offending field."""
     path = Path(path)
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError as e:
         raise ConfigError(f"{path}: sites file not found") from e
-    except yaml.YAMLError as e:
-        raise ConfigError(f"{path}: not valid YAML: {e}") from e
-    try:
-        return SiteRegistry.model_validate(raw)
-    except ValidationError as e:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in e.errors()
-        )
-        raise ConfigError(f"{path}: {problems}") from e
+    return parse_config(text, str(path), SiteRegistry)

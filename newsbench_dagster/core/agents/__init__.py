@@ -13,9 +13,9 @@ import json
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
+from newsbench_dagster.core.config_file import parse_config
 from newsbench_dagster.core.errors import ConfigError
 from newsbench_dagster.core.tools import BrowserTools
 
@@ -85,16 +85,7 @@ def build_agent(manifest: AgentManifest) -> Agent:
 
 def load_manifest(path: str | Path) -> AgentManifest:
     path = Path(path)
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-        return AgentManifest.model_validate(raw)
-    except yaml.YAMLError as e:
-        raise ConfigError(f"{path}: not valid YAML: {e}") from e
-    except ValidationError as e:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in e.errors()
-        )
-        raise ConfigError(f"{path}: {problems}") from e
+    return parse_config(path.read_text(encoding="utf-8"), str(path), AgentManifest)
 
 
 def load_manifests(directory: str | Path) -> list[AgentManifest]:
