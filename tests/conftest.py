@@ -94,3 +94,16 @@ def observe_with():
         return asyncio.run(_observe_urls(options, urls))
 
     return observe_urls
+
+
+@pytest.fixture(scope="session")
+def harbor_today(newsroom_server, registry):
+    """Today's harbor tasks (the lead, one article's metadata) and every site's robots rules,
+    polled once for the session; callers copy the tasks before changing them."""
+    from newsbench_dagster.core.producer import make_tasks, poll_site
+
+    day = datetime.now(UTC).date()
+    with Fetcher(Routing.via_proxy(newsroom_server.address), registry.allowed_origins) as f:
+        rows = poll_site(registry.get("harbor"), f, None, day)
+        robots = RobotsRules.fetch(f, registry.allowed_origins)
+    return day, make_tasks(registry.get("harbor"), day, rows, articles_per_site=1), robots

@@ -8,7 +8,6 @@ import asyncio
 import copy
 import json
 import os
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -22,8 +21,6 @@ from newsbench_dagster.core.agents.command import (
 )
 from newsbench_dagster.core.artifacts import LocalArtifactStore
 from newsbench_dagster.core.errors import ConfigError
-from newsbench_dagster.core.network import Fetcher, RobotsRules, Routing
-from newsbench_dagster.core.producer import make_tasks, poll_site
 from newsbench_dagster.core.runner import Runner, RunSettings, run_tasks
 from newsbench_dagster.core.scoring import score_run
 from newsbench_dagster.paths import AGENTS_DIR, PROJECT_ROOT
@@ -71,13 +68,9 @@ def secret_in_environment():
 
 
 @pytest.fixture(scope="module")
-def harbor(newsroom_server, registry):
-    day = datetime.now(UTC).date()
-    with Fetcher(Routing.via_proxy(newsroom_server.address), registry.allowed_origins) as f:
-        rows = poll_site(registry.get("harbor"), f, None, day)
-        robots = RobotsRules.fetch(f, registry.allowed_origins)
-    tasks = make_tasks(registry.get("harbor"), day, rows, articles_per_site=1)
-    by_intent = {t["intent"]: t for t in tasks}
+def harbor(harbor_today):
+    day, tasks, robots = harbor_today
+    by_intent = {t["intent"]: copy.deepcopy(t) for t in tasks}
     return day, by_intent["find_top_headline"], by_intent["extract_article_metadata"], robots
 
 

@@ -5,6 +5,7 @@ scoring; the only stand-in is the model endpoint, a test double for a hosted mod
 from __future__ import annotations
 
 import asyncio
+import copy
 import inspect
 import json
 import os
@@ -23,9 +24,7 @@ from newsbench_dagster.core import runner as runner_module
 from newsbench_dagster.core.agents import AgentManifest, AgentTask, build_agent, load_manifest
 from newsbench_dagster.core.agents.openai_tools import TOOLS, ModelEndpointError
 from newsbench_dagster.core.artifacts import LocalArtifactStore
-from newsbench_dagster.core.network import Fetcher, RobotsRules, Routing
 from newsbench_dagster.core.observation import observe
-from newsbench_dagster.core.producer import make_tasks, poll_site
 from newsbench_dagster.core.runner import Runner, RunSettings, run_tasks
 from newsbench_dagster.core.scoring import score_run
 from newsbench_dagster.core.tools import BrowserTools
@@ -38,13 +37,10 @@ KEY_ENV = "NEWSBENCH_TEST_MODEL_KEY"
 
 # -- tasks and the harness ----------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def harbor(newsroom_server, registry):
+def harbor(harbor_today):
     """Today's harbor tasks (lead story, one article's metadata) and robots rules."""
-    day = datetime.now(UTC).date()
-    with Fetcher(Routing.via_proxy(newsroom_server.address), registry.allowed_origins) as f:
-        rows = poll_site(registry.get("harbor"), f, None, day)
-        robots = RobotsRules.fetch(f, registry.allowed_origins)
-    tasks = make_tasks(registry.get("harbor"), day, rows, articles_per_site=1)
+    day, tasks, robots = harbor_today
+    tasks = copy.deepcopy(tasks)
     for t in tasks:
         t["constraints"]["max_seconds"] = 30
         t["constraints"]["max_steps"] = 8

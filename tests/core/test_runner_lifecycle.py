@@ -38,16 +38,10 @@ def manifest(name: str) -> AgentManifest:
 
 
 @pytest.fixture(scope="module")
-def harbor(newsroom_server, registry):
+def harbor(harbor_today):
     """Today's harbor tasks (one per intent) and the robots rules of every site."""
-    day = datetime.now(UTC).date()
-    routing = Routing.via_proxy(newsroom_server.address)
-    with Fetcher(routing, registry.allowed_origins) as f:
-        rows = poll_site(registry.get("harbor"), f, None, day)
-        robots = RobotsRules.fetch(f, registry.allowed_origins)
-    tasks = make_tasks(registry.get("harbor"), day, rows, articles_per_site=1)
-    by_intent = {t["intent"]: t for t in tasks}
-    return day, by_intent, robots
+    day, tasks, robots = harbor_today
+    return day, {t["intent"]: copy.deepcopy(t) for t in tasks}, robots
 
 
 def runner_for(agents, browser_options, robots, tmp_path, **settings) -> Runner:
