@@ -27,6 +27,7 @@ import feedparser
 from lxml import etree
 from lxml import html as lxml_html
 
+from newsbench_dagster.core.page_understanding import BINARY_MAGIC
 from newsbench_dagster.core.text import parse_time
 
 SITEMAP_NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
@@ -40,14 +41,6 @@ MAX_DOCUMENT_BYTES = 50 * 1024 * 1024
 MAX_DECOMPRESSED_BYTES = 50 * 1024 * 1024
 _MB = 1024 * 1024
 
-# Leading bytes of things servers hand out in place of a feed.
-_BINARY_MAGIC = {
-    b"\x89PNG": "a PNG image",
-    b"\xff\xd8\xff": "a JPEG image",
-    b"GIF8": "a GIF image",
-    b"%PDF": "a PDF document",
-    b"PK\x03\x04": "a ZIP archive",
-}
 _BOMS = (
     (codecs.BOM_UTF32_LE, "utf-32"),
     (codecs.BOM_UTF32_BE, "utf-32"),
@@ -169,9 +162,9 @@ def _resolve_kind(expected: str | None, sniffed: str) -> str:
 
 def _not_a_feed(content: bytes, sniffed: str) -> str | None:
     """Why bytes handed over as a feed or sitemap are something else, or None."""
-    for magic, what in _BINARY_MAGIC.items():
+    for magic, what in BINARY_MAGIC.items():
         if content.startswith(magic):
-            return f"not a feed: {what}"
+            return f"not a feed: a {what}"
     head = content[:1024]
     if b"\x00" in head and not any(head.startswith(bom) for bom, _ in _BOMS):
         return "not a feed: binary data"

@@ -214,22 +214,25 @@ class PageRecord:
 
 
 # -- input ---------------------------------------------------------------------------------
+# Leading bytes of what servers hand out in place of a page or a feed (also read by feeds).
+BINARY_MAGIC = {
+    b"\x89PNG": "PNG image",
+    b"%PDF": "PDF document",
+    b"GIF8": "GIF image",
+    b"\xff\xd8\xff": "JPEG image",
+    b"PK\x03\x04": "ZIP archive",
+    b"\x1f\x8b": "gzip stream",
+    b"RIFF": "RIFF media file",
+}
+
+
 def sniff_non_html(data: bytes | str) -> str | None:
     """What the input is when it is clearly not an HTML page ("PNG image", "empty"), else None."""
     head = data[:4096] if isinstance(data, bytes) else data[:4096].encode("utf-8", "replace")
     stripped = head.lstrip(b"\xef\xbb\xbf \t\r\n")
-    magic = {
-        b"\x89PNG": "PNG image",
-        b"%PDF": "PDF document",
-        b"GIF8": "GIF image",
-        b"\xff\xd8\xff": "JPEG image",
-        b"PK\x03\x04": "ZIP archive",
-        b"\x1f\x8b": "gzip data",
-        b"RIFF": "RIFF media",
-    }
     if not stripped:
         return "empty"
-    for prefix, what in magic.items():
+    for prefix, what in BINARY_MAGIC.items():
         if stripped.startswith(prefix):
             return what
     if stripped[:1] in (b"{", b"["):
