@@ -92,6 +92,9 @@ TABLES: dict[str, dict[str, str]] = {
         "lifecycle": "json",
         # What an adapter kept of its agent (a command's exit code, a model loop's turns).
         "adapter": "json",
+        # Median time to response headers of the run's document loads (the HAR-lite's
+        # `document` entries), for the page-load KPI.
+        "page_load_ms": "float",
     },
     "run_scores": {
         "run_id": "string",
@@ -120,6 +123,18 @@ TABLES: dict[str, dict[str, str]] = {
         "safety_incidents": "int",
         "verdicts": "json",
         "checker": "json",
+        # Slices the KPIs and the release gates cut by (from the task and the run's profile).
+        "suite": "string",
+        "device": "string",
+        "geo": "string",
+        "network": "string",
+        "locale": "string",
+        "risk_tier": "string",  # low: read; medium: state change; high: money/irreversible
+        "tool_calls": "json",  # {tool name: calls} from the trajectory
+        "js_errors": "int",  # console errors and uncaught page errors
+        "network_errors": "int",  # fetched requests that failed or answered >= 400
+        "page_load_ms": "float",
+        "pii_flags": "int",  # personal data found in the agent's answer (core.compliance)
     },
     "kpi_daily": {
         "day": "timestamp",
@@ -145,8 +160,94 @@ TABLES: dict[str, dict[str, str]] = {
         "tasks_run": "int",
         "tasks_generated": "int",
         "coverage": "float",
+        # The seed's full list (000 "Logging and KPIs"): reward components, cost per success,
+        # tool-call mix, drift sensitivity, page performance.
+        "mean_accuracy": "float",
+        "mean_timeliness": "float",
+        "mean_efficiency": "float",
+        "steps_per_success": "float",
+        "tokens_per_success": "float",
+        "tool_call_mix": "json",  # {tool: share of all calls}
+        "drift_sensitivity": "float",  # baseline success delta on a template change (site_drift)
+        "page_load_p50_ms": "float",
+        "js_error_rate": "float",  # share of runs with a JS error
+        "network_error_rate": "float",  # share of runs with a failed request
+        "pii_flag_rate": "float",
+    },
+    # Candidate evaluation (partition: the candidate's agent_version). Every attempt is a row;
+    # `counted` marks the one a rerun settled on (environment failures rerun up to N times).
+    "candidate_runs": {
+        "candidate_version": "string",
+        "role": "string",  # candidate | baseline
+        "attempt": "int",
+        "counted": "bool",
+        "slot": "int",  # position in the interleaved schedule (A B, then B A, ...)
+    },
+    "candidate_scores": {
+        "candidate_version": "string",
+        "role": "string",
+        "attempt": "int",
+        "counted": "bool",
+    },
+    # One row per decision: what a reviewer needs to defend (seed 003's decision record).
+    "release_decisions": {
+        "candidate_version": "string",
+        "baseline_version": "string",
+        "day": "timestamp",
+        "decided_at": "timestamp",
+        "verdict": "string",  # pass | block | insufficient_evidence
+        "reasons": "json",
+        "dataset_revision": "string",
+        "task_set": "json",
+        "environment": "json",
+        "model": "string",
+        "prompt_hash": "string",
+        "adapter": "string",
+        "policy": "json",
+        "oracle_version": "string",
+        "n_tasks": "int",
+        "n_trials": "int",
+        "sample_counts": "json",
+        "candidate_success": "float",
+        "candidate_ci_low": "float",
+        "candidate_ci_high": "float",
+        "baseline_success": "float",
+        "baseline_ci_low": "float",
+        "baseline_ci_high": "float",
+        "diff": "float",
+        "diff_low": "float",
+        "diff_high": "float",
+        "slices": "json",
+        "critical_failures": "json",
+        "excluded_sites": "json",
+        "reruns": "json",
+        "markdown": "string",
+    },
+    # Per site and day: did the site change under us (seed 000 "drift sensitivity")?
+    "site_drift": {
+        "site": "string",
+        "day": "timestamp",
+        "checked_at": "timestamp",
+        "fingerprint": "string",
+        "previous_fingerprint": "string",
+        "template_changed": "bool",
+        "feed_items": "int",
+        "feed_mean": "float",
+        "feed_std": "float",
+        "feed_z": "float",
+        "volume_anomaly": "bool",
+        "baseline_version": "string",
+        "baseline_success": "float",
+        "baseline_previous_success": "float",
+        "baseline_delta": "float",
+        "drifted": "bool",  # excluded from gating until the baseline is re-established
+        "reasons": "json",
     },
 }
+
+# Candidate tables are the live tables plus the columns that say whose run it was.
+TABLES["candidate_runs"] = {**TABLES["agent_runs"], **TABLES["candidate_runs"]}
+TABLES["candidate_scores"] = {**TABLES["run_scores"], **TABLES["candidate_scores"]}
 
 
 def _json(value: Any) -> str | None:
