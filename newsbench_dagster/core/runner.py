@@ -81,6 +81,8 @@ class RunSettings:
     # Which task set this evaluation ran (the nightly full set, or a seeded sample: its seed
     # and task ids), stored with every run so the evaluation can be reproduced.
     task_set: dict[str, Any] | None = None
+    # Candidate evaluation: alternate which agent goes first per task and trial (A B, B A).
+    interleave: bool = False
 
     def keeps(self, kind: str) -> bool:
         return kind in self.artifacts and (kind != "screenshot" or self.screenshot)
@@ -190,12 +192,7 @@ class Runner:
     async def run(
         self, tasks: Sequence[dict], day: date, progress: Callable[[dict], None] | None = None
     ) -> list[dict]:
-        jobs = [
-            (task, agent, trial)
-            for task in tasks
-            for trial in range(self.settings.trials)
-            for agent in self.agents
-        ]
+        jobs = self.schedule(tasks)
         sem = asyncio.Semaphore(self.settings.concurrency)
         async with async_playwright() as pw:
 
@@ -214,6 +211,17 @@ class Runner:
                     await self._browser.close()
                     self._browser = None
         return sorted(rows, key=lambda r: r["run_id"])
+
+    def schedule(self, tasks: Sequence[dict]) -> list[tuple[dict, Agent, int]]:
+        """(task, agent, trial) in the order they start. Interleaved, the agents take turns
+        going first (A B, then B A, ...) so that neither always meets the site later, when
+        the front page has moved on, or warm, when caches have filled."""
+        jobs = []
+        for i, task in enumerate(tasks):
+            for trial in range(self.settings.trials):
+                flip = self.settings.interleave and (i + trial) % 2 == 1
+                jobs += [(task, a, trial) for a in (self.agents[::-1] if flip else self.agents)]
+        return jobs
 
     # -- one run ----------------------------------------------------------------------------
     async def _run_one(self, pw, task: dict, agent: Agent, trial: int, day: date) -> dict:
@@ -934,6 +942,12 @@ class Runner:
             row["bytes"] = sum(r.bytes for r in state.requests)
             row["safety_events"] = state.safety_events
             row["console_errors"] = state.console_errors[:50]
+            loads = sorted(
+                e["duration_ms"]
+                for e in state.har.values()
+                if e["type"] == "document" and e["duration_ms"] and not e.get("blocked")
+            )
+            row["page_load_ms"] = loads[len(loads) // 2] if loads else None
             if state.lifecycle:
                 row["lifecycle"] = state.lifecycle
         if tools is not None:
