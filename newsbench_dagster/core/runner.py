@@ -81,8 +81,13 @@ class RunSettings:
     # Which task set this evaluation ran (the nightly full set, or a seeded sample: its seed
     # and task ids), stored with every run so the evaluation can be reproduced.
     task_set: dict[str, Any] | None = None
-    # Candidate evaluation: alternate which agent goes first per task and trial (A B, B A).
+    # Candidate evaluation: alternate which agent goes first per task and trial (A B, B A),
+    # in the evaluation's own run-id namespace; reruns of environment failures count attempts.
     interleave: bool = False
+    namespace: str = ""
+    attempt: int = 0
+    # A rerun batch runs trial `first_trial` (the trial being retried) instead of 0.
+    first_trial: int = 0
 
     def keeps(self, kind: str) -> bool:
         return kind in self.artifacts and (kind != "screenshot" or self.screenshot)
@@ -118,8 +123,15 @@ def _same_url(a: str | None, b: str | None) -> bool:
     return bool(a and b) and a.split("#", 1)[0].rstrip("/") == b.split("#", 1)[0].rstrip("/")
 
 
-def run_id_for(task_id: str, agent_version: str, trial: int) -> str:
-    key = f"{task_id}|{agent_version}|{trial}".encode()
+def run_id_for(
+    task_id: str, agent_version: str, trial: int, namespace: str = "", attempt: int = 0
+) -> str:
+    """Deterministic run ids; an evaluation's `namespace` (a candidate's release run) and a
+    rerun's `attempt` keep their runs, and artifacts, apart from every other run."""
+    key = f"{task_id}|{agent_version}|{trial}"
+    if namespace or attempt:
+        key += f"|{namespace}|{attempt}"
+    key = key.encode()
     return "r-" + hashlib.sha256(key).hexdigest()[:16]
 
 
@@ -218,7 +230,9 @@ class Runner:
         the front page has moved on, or warm, when caches have filled."""
         jobs = []
         for i, task in enumerate(tasks):
-            for trial in range(self.settings.trials):
+            for trial in range(
+                self.settings.first_trial, self.settings.first_trial + self.settings.trials
+            ):
                 flip = self.settings.interleave and (i + trial) % 2 == 1
                 jobs += [(task, a, trial) for a in (self.agents[::-1] if flip else self.agents)]
         return jobs
@@ -228,7 +242,9 @@ class Runner:
         manifest = agent.manifest
         fields = task if isinstance(task, dict) else {}  # a malformed task is reported below
         tid = fields.get("id") or "<no id>"
-        run_id = run_id_for(tid, manifest.agent_version, trial)
+        run_id = run_id_for(
+            tid, manifest.agent_version, trial, self.settings.namespace, self.settings.attempt
+        )
         started_at = datetime.now(UTC)
         row: dict[str, Any] = {
             "run_id": run_id,
