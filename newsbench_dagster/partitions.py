@@ -1,7 +1,12 @@
 """Partitions: `site` is static, built from the reviewed allowlist; `day` is daily and includes
 today (live evaluation runs on the current day)."""
 
-from dagster import DailyPartitionsDefinition, MultiPartitionsDefinition, StaticPartitionsDefinition
+from dagster import (
+    DailyPartitionsDefinition,
+    DynamicPartitionsDefinition,
+    MultiPartitionsDefinition,
+    StaticPartitionsDefinition,
+)
 
 from newsbench_dagster.core.sites import load_sites
 from newsbench_dagster.paths import SITES_FILE
@@ -15,3 +20,8 @@ site_day_partitions = MultiPartitionsDefinition({"site": site_partitions, "day":
 
 # How the IO manager finds a partition's rows in each table.
 SITE_DAY_EXPR = {"site": "site", "day": "day"}
+
+# Candidate evaluations: one partition per agent version (`name@version+hash`), added by the
+# agent registry sensor when a manifest appears or changes.
+agent_version_partitions = DynamicPartitionsDefinition(name="agent_version")
+CANDIDATE_EXPR = "candidate_version"

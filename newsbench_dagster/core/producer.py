@@ -7,6 +7,7 @@ reason), so a broken feed is visible in `feed_items` instead of silently produci
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 
@@ -27,7 +28,7 @@ from newsbench_dagster.core.intents import (
     Context,
 )
 from newsbench_dagster.core.network import Fetcher
-from newsbench_dagster.core.sites import Site
+from newsbench_dagster.core.sites import Site, SiteRegistry
 from newsbench_dagster.core.tasks import INTENTS_V0, validate_task
 
 # The intents' data and builders live in `core.intents`, one module per intent; these names are
@@ -199,3 +200,24 @@ def make_tasks(
     ctx = Context(site, day, rows, articles_per_site, partner)
     tasks = [t for _, intent, build in BUILDERS if intent in want for t in build(ctx)]
     return [validate_task(t) for t in tasks]
+
+
+def todays_tasks(
+    registry: SiteRegistry,
+    fetcher: Fetcher,
+    day: date,
+    sites: Iterable[str] | None = None,
+    intents: tuple[str, ...] = ALL_INTENTS,
+) -> list[dict]:
+    """Every task the sites' feeds give for `day` right now (each site paired with the next
+    one for comparisons), for callers outside the pipeline: `agents try`, a release
+    evaluation with no recent `news_tasks` to draw from."""
+    keys = [s.key for s in registry.sites]
+    out: list[dict] = []
+    for key in sites or keys:
+        spec = registry.get(key)
+        partner = registry.sites[(keys.index(key) + 1) % len(keys)]
+        out += make_tasks(
+            spec, day, poll_site(spec, fetcher, None, day), intents=intents, partner=partner
+        )
+    return out

@@ -442,7 +442,7 @@ def decision_row(
     day: date,
     dataset_revision: str,
 ) -> dict:
-    """The `release_decisions` row: the decision plus what it was decided on."""
+    """The `release_decision` row: the decision plus what it was decided on."""
     o = decision["overall"]
     diff = o["diff"] or {}
     desc = task_set.description if isinstance(task_set, TaskSet) else task_set

@@ -190,7 +190,7 @@ TABLES: dict[str, dict[str, str]] = {
         "counted": "bool",
     },
     # One row per decision: what a reviewer needs to defend (seed 003's decision record).
-    "release_decisions": {
+    "release_decision": {
         "candidate_version": "string",
         "baseline_version": "string",
         "day": "timestamp",

@@ -6,6 +6,7 @@ from newsbench_dagster.resources.artifacts import ArtifactStoreResource
 from newsbench_dagster.resources.browser import BrowserResource
 from newsbench_dagster.resources.newsroom import NewsroomResource
 from newsbench_dagster.resources.registry import AgentRegistryResource, SiteRegistryResource
+from newsbench_dagster.resources.release import ReleaseResource
 from newsbench_dagster.resources.warehouse import (
     DuckDBWarehouse,
     bigquery_warehouse,
@@ -19,6 +20,7 @@ RESOURCES_LOCAL = {
     "artifacts": ArtifactStoreResource(),
     "sites": SiteRegistryResource(),
     "agents": AgentRegistryResource(),
+    "release": ReleaseResource(),
 }
 
 __all__ = [
@@ -28,6 +30,7 @@ __all__ = [
     "NewsroomResource",
     "AgentRegistryResource",
     "SiteRegistryResource",
+    "ReleaseResource",
     "DuckDBWarehouse",
     "bigquery_warehouse",
     "duckdb_warehouse",

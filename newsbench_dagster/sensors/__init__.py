@@ -1,4 +1,5 @@
-"""Sensors. The agent-version sensor (one `agent_version` partition per new manifest) arrives
-with the release path; the skeleton's runs are scheduled (`schedules.py`)."""
+"""Sensors: the agent registry (`agent_registry.py`)."""
 
-SENSORS: list = []
+from newsbench_dagster.sensors.agent_registry import agent_registry
+
+SENSORS = [agent_registry]

@@ -268,7 +268,7 @@ def test_selector_baseline_is_blocked_after_the_redesign_with_the_site_named(bef
         day=AFTER.date(),
         dataset_revision="tasks@x",
     )
-    df = frame("release_decisions", [row])
+    df = frame("release_decision", [row])
     assert df.loc[0, "verdict"] == "block" and "harbor" in df.loc[0, "markdown"]
     runs = frame("candidate_runs", ev.runs)
     assert (runs[runs["counted"]]["role"] == CANDIDATE).sum() == len(tasks)

@@ -1,0 +1,50 @@
+"""The agent registry sensor: a new or changed candidate manifest in `agents/` becomes an
+`agent_version` partition and a candidate evaluation run.
+
+A version is `name@version+hash` of what makes the agent behave, so an edited manifest is a
+new version; the run key is the version, so an unchanged one is never evaluated twice.
+"""
+
+from dagster import (
+    DefaultSensorStatus,
+    RunRequest,
+    SensorEvaluationContext,
+    SensorResult,
+    SkipReason,
+    sensor,
+)
+
+from newsbench_dagster.core.agents import load_manifests
+from newsbench_dagster.core.errors import ConfigError
+from newsbench_dagster.partitions import agent_version_partitions
+from newsbench_dagster.resources import AgentRegistryResource
+from newsbench_dagster.schedules import candidate_job
+
+
+@sensor(
+    job=candidate_job,
+    minimum_interval_seconds=60,
+    default_status=DefaultSensorStatus.RUNNING,
+    description="Evaluate every new candidate agent version against the baseline.",
+)
+def agent_registry(context: SensorEvaluationContext, agents: AgentRegistryResource):
+    try:
+        manifests = load_manifests(agents.directory)
+    except ConfigError as e:  # a broken manifest names itself; the others wait for the fix
+        return SkipReason(f"agent manifests unreadable: {e}")
+    known = set(context.instance.get_dynamic_partitions(agent_version_partitions.name))
+    new = [m for m in manifests if m.channel == "candidate" and m.agent_version not in known]
+    if not new:
+        return SkipReason(f"no new candidate among {len(manifests)} manifest(s)")
+    versions = [m.agent_version for m in new]
+    return SensorResult(
+        run_requests=[
+            RunRequest(
+                run_key=m.agent_version,
+                partition_key=m.agent_version,
+                tags={"newsbench/trigger": "agent_registry", "newsbench/agent": m.name},
+            )
+            for m in new
+        ],
+        dynamic_partitions_requests=[agent_version_partitions.build_add_request(versions)],
+    )
