@@ -32,11 +32,13 @@ _ALL_SITES_OF_DAY = MultiToSingleDimensionPartitionMapping(partition_dimension_n
 def kpi_daily(
     context: AssetExecutionContext, run_scores: pd.DataFrame, news_tasks: pd.DataFrame
 ) -> pd.DataFrame:
-    """Success rate with a 95 % Wilson interval, reward, TTFC p50/p95, steps, tokens, failure
-    taxonomy, safety incidents and coverage per site (and `*`), agent version and intent."""
+    """Success rate with a 95 % Wilson interval, reward and its components, TTFC p50/p95,
+    steps, tokens (per run and per success), tool-call mix, failure taxonomy, safety incidents,
+    PII flags, page load and error rates and coverage per site (and `*`), agent version and
+    slice (intent, device, geo, network, locale, risk tier)."""
     day = pd.Timestamp(context.partition_key)
     per_site = news_tasks.groupby("site")["task_id"].nunique().to_dict() if len(news_tasks) else {}
-    rows = [{**r, "day": day} for r in rollup(run_scores, per_site)]
+    rows = [{**r, "day": day} for r in rollup(run_scores, per_site, drift=None)]
     df = frame("kpi_daily", rows)
     overall = df[(df["slice_kind"] == "all")]
     lines = [
@@ -49,5 +51,36 @@ def kpi_daily(
         f"{r.n_env_failures} | {'-' if pd.isna(r.mean_reward) else f'{r.mean_reward:.3f}'} |"
         for r in overall.itertuples()
     ]
-    context.add_output_metadata({"rows": len(df), "overall": MetadataValue.md("\n".join(lines))})
+    context.add_output_metadata(
+        {
+            "rows": len(df),
+            "overall": MetadataValue.md("\n".join(lines)),
+            "per_site": MetadataValue.md(_per_site_table(overall)),
+        }
+    )
     return df
+
+
+def _num(value: float | None, spec: str) -> str:
+    return "-" if value is None or pd.isna(value) else format(value, spec)
+
+
+def _per_site_table(overall: pd.DataFrame) -> str:
+    """Per site (then `*`) and agent version: scored runs, success with its 95 % Wilson
+    interval, mean reward."""
+    lines = [
+        "| site | agent | scored | success [95 % CI] | reward |",
+        "|---|---|---|---|---|",
+    ]
+    ordered = overall.assign(_all=overall["site"] == "*").sort_values(
+        ["_all", "site", "agent_version"]
+    )
+    for r in ordered.itertuples():
+        success = _num(r.success_rate, ".2f")
+        if success != "-":
+            success += f" [{_num(r.success_ci_low, '.2f')}, {_num(r.success_ci_high, '.2f')}]"
+        lines.append(
+            f"| {r.site} | {r.agent_version} | {r.n_scored} | {success} | "
+            f"{_num(r.mean_reward, '.3f')} |"
+        )
+    return "\n".join(lines)

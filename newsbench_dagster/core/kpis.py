@@ -1,18 +1,28 @@
-"""KPI rollups: success rate with a Wilson interval, reward, TTFC percentiles, cost, the
-failure taxonomy, safety incidents and coverage, per day × site × agent version × slice.
+"""KPI rollups: success rate with a Wilson interval, reward and its components, TTFC
+percentiles, cost (per run and per success), the tool-call mix, the failure taxonomy, safety
+incidents, PII flags, page performance (load time, JS and network errors), drift sensitivity
+and coverage, per day × site × agent version × slice (all, intent, device, geo, network,
+locale, risk tier).
 
-Environment failures are counted on their own and never enter the success rate.
+Environment failures are counted on their own and never enter the success rate; the page
+measures (load time, JS and network errors) count every run, since they measure the pages.
+Rows written before a column existed read as NULL: a missing column or value counts as
+nothing observed, never as zero.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections import Counter
 from collections.abc import Iterable
+from typing import Any
 
 import pandas as pd
 
 ALL = "*"
+# The run_scores columns rows are sliced by, besides `intent` (one row per value present).
+SLICE_COLUMNS = ("device", "geo", "network", "locale", "risk_tier")
 
 
 def wilson(successes: int, n: int, z: float = 1.959964) -> tuple[float | None, float | None]:
@@ -34,10 +44,55 @@ def _pct(values: pd.Series, q: float) -> float | None:
     return float(v.quantile(q)) if len(v) else None
 
 
-def _row(group: pd.DataFrame, tasks_generated: int | None) -> dict:
+def _col(group: pd.DataFrame, col: str) -> pd.Series:
+    """A column as floats with NaN for missing values (all NaN when older rows lack it)."""
+    if col not in group:
+        return pd.Series(float("nan"), index=group.index, dtype="float64")
+    return pd.to_numeric(group[col], errors="coerce").astype("float64")
+
+
+def _mean(values: pd.Series) -> float | None:
+    v = values.dropna()
+    return float(v.mean()) if len(v) else None
+
+
+def _calls(value: Any) -> dict[str, float]:
+    """A `tool_calls` cell ({tool: calls}; JSON text from the warehouse) as a dict."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return {}
+    if not isinstance(value, dict):
+        return {}
+    return {str(k): float(v) for k, v in value.items() if isinstance(v, int | float) and v > 0}
+
+
+def _tool_mix(group: pd.DataFrame) -> dict[str, float] | None:
+    """Each tool's share of all tool calls in the group (None when no call is recorded)."""
+    if "tool_calls" not in group:
+        return None
+    total: Counter[str] = Counter()
+    for cell in group["tool_calls"]:
+        total.update(_calls(cell))
+    calls = sum(total.values())
+    if not calls:
+        return None
+    return {tool: round(c / calls, 4) for tool, c in sorted(total.items())}
+
+
+def _error_rate(group: pd.DataFrame, col: str) -> float | None:
+    """Share of the runs with at least one error, over the runs where it was recorded."""
+    v = _col(group, col).dropna()
+    return float((v >= 1).mean()) if len(v) else None
+
+
+def _row(group: pd.DataFrame, tasks_generated: int | None, drift: float | None = None) -> dict:
     scored = group[~group["excluded"].astype(bool)]
     n = len(scored)
-    wins = int(scored["success"].astype(bool).sum()) if n else 0
+    won = scored["success"].astype("boolean").fillna(False).astype(bool)
+    wins = int(won.sum()) if n else 0
+    pii = _col(scored, "pii_flags").dropna()
     lo, hi = wilson(wins, n)
     taxonomy = Counter(group["failure_class"].dropna())
     return {
@@ -62,22 +117,46 @@ def _row(group: pd.DataFrame, tasks_generated: int | None) -> dict:
         "tasks_run": int(group["task_id"].nunique()),
         "tasks_generated": tasks_generated,
         "coverage": (group["task_id"].nunique() / tasks_generated) if tasks_generated else None,
+        "mean_accuracy": _mean(_col(scored, "accuracy")),
+        "mean_timeliness": _mean(_col(scored, "timeliness")),
+        "mean_efficiency": _mean(_col(scored, "efficiency")),
+        # Cost per success: what a successful run spent (None without a success).
+        "steps_per_success": _mean(_col(scored, "steps")[won]),
+        "tokens_per_success": _mean(_col(scored, "tokens")[won]),
+        "tool_call_mix": _tool_mix(group),
+        "drift_sensitivity": drift,
+        "page_load_p50_ms": _pct(_col(group, "page_load_ms"), 0.5),
+        "js_error_rate": _error_rate(group, "js_errors"),
+        "network_error_rate": _error_rate(group, "network_errors"),
+        "pii_flag_rate": float((pii > 0).mean()) if len(pii) else None,
     }
 
 
-def rollup(scores: pd.DataFrame, tasks_per_site: dict[str, int]) -> list[dict]:
-    """Rows for every (site or *, agent version, slice) present in `scores` for one day."""
+def rollup(
+    scores: pd.DataFrame, tasks_per_site: dict[str, int], drift: dict[str, float] | None = None
+) -> list[dict]:
+    """Rows for every (site or *, agent version, slice) present in `scores` for one day.
+
+    `drift` maps a site to its baseline's success delta after a template change (the
+    `site_drift` stage); it is the site's `drift_sensitivity`, and `*` gets the mean over the
+    sites in `drift` (None for a site missing from it, and everywhere without it)."""
     if scores.empty:
         return []
+    drift = {k: float(v) for k, v in (drift or {}).items() if v is not None and not pd.isna(v)}
+    overall_drift = sum(drift.values()) / len(drift) if drift else None
     rows: list[dict] = []
     sites: Iterable[str] = [*sorted(scores["site"].unique()), ALL]
     for site in sites:
         by_site = scores if site == ALL else scores[scores["site"] == site]
         generated = sum(tasks_per_site.values()) if site == ALL else tasks_per_site.get(site, 0)
+        sensitivity = overall_drift if site == ALL else drift.get(site)
         for version, by_version in by_site.groupby("agent_version"):
             slices = [("all", ALL, by_version, generated)]
-            for intent, by_intent in by_version.groupby("intent"):
-                slices.append(("intent", intent, by_intent, None))
+            for kind in ("intent", *SLICE_COLUMNS):
+                if kind not in by_version:
+                    continue  # rows written before the column existed
+                for value, group in by_version.groupby(kind, dropna=True, sort=True):
+                    slices.append((kind, str(value), group, None))
             for kind, value, group, gen in slices:
                 rows.append(
                     {
@@ -85,7 +164,7 @@ def rollup(scores: pd.DataFrame, tasks_per_site: dict[str, int]) -> list[dict]:
                         "agent_version": version,
                         "slice_kind": kind,
                         "slice_value": value,
-                        **_row(group, gen),
+                        **_row(group, gen, sensitivity),
                     }
                 )
     return rows
