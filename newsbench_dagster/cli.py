@@ -743,6 +743,205 @@ def kpis(
     _print_kpis(date.fromisoformat(day) if day else _today())
 
 
+# -- gate ------------------------------------------------------------------------------------
+GATE_EXIT = {"pass": 0, "block": 1, "insufficient_evidence": 3}
+
+
+def _resolve_manifest(spec: str, directory: Path):
+    """A manifest by path, agent version (name@version+hash), name@version or name."""
+    from newsbench_dagster.core.agents import load_manifest, load_manifests
+    from newsbench_dagster.core.errors import ConfigError
+
+    try:
+        if spec.endswith((".yaml", ".yml")) or Path(spec).is_file():
+            return load_manifest(spec)
+        found = [
+            m
+            for m in load_manifests(directory)
+            if spec in (m.agent_version, m.name, f"{m.name}@{m.version}")
+        ]
+    except (ConfigError, OSError) as e:
+        _fail(str(e), 2)
+    if len(found) != 1:
+        what = "no" if not found else f"{len(found)}"
+        _fail(f"{what} manifest in {directory} matches {spec!r}", 2)
+    return found[0]
+
+
+@app.command()
+def gate(
+    candidate: Annotated[str, typer.Option(help="Candidate: manifest path, version or name.")],
+    baseline: Annotated[
+        str, typer.Option(help="Baseline: manifest path, version or name (the shipped one).")
+    ] = "reference",
+    site: Annotated[list[str], typer.Option(help="Site key (repeatable; default: all).")] = [],  # noqa: B006
+    intent: Annotated[list[str], typer.Option(help="Intent (repeatable; default: all).")] = [],  # noqa: B006
+    heldout: Annotated[int, typer.Option(help="Held-out tasks drawn from today's feeds.")] = 60,
+    trials: Annotated[int, typer.Option(help="Runs of each task per agent.")] = 2,
+    max_reruns: Annotated[int, typer.Option(help="Reruns of an environment failure.")] = 2,
+    seed: Annotated[int, typer.Option(help="Seed of the held-out draw and the bootstrap.")] = 0,
+    slice_min_tasks: Annotated[
+        int, typer.Option(help="Tasks a slice (a site, an intent...) needs to be gated.")
+    ] = 10,
+    from_warehouse: Annotated[
+        bool,
+        typer.Option(
+            "--from-warehouse",
+            help="Do not run: print the latest decision the pipeline stored for the candidate.",
+        ),
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the decision as JSON.")] = False,
+    agents_dir: Annotated[Path, typer.Option("--agents", help="Manifest directory.")] = AGENTS_DIR,
+    artifacts: Annotated[Path, typer.Option(help="Artifact folder.")] = DATA_DIR / "artifacts",
+    port: Annotated[int, typer.Option(help="Newsroom port.")] = DEFAULT_PORT,
+    database: Annotated[Path, typer.Option(help="Warehouse (with --from-warehouse).")] = (
+        WAREHOUSE_FILE
+    ),
+) -> None:
+    """Decide whether CANDIDATE may ship instead of BASELINE, and exit with the verdict: 0
+    pass, 1 block, 3 insufficient evidence (2: bad input). Both run the same tasks (the
+    regression suite, a held-out draw from today's feeds, the adversarial slice), interleaved,
+    on the embedded newsroom; the decision record is printed (Markdown, or --json)."""
+    import json as _json
+
+    cand = _resolve_manifest(candidate, agents_dir)
+    base = _resolve_manifest(baseline, agents_dir)
+    if cand.agent_version == base.agent_version:
+        _fail(f"candidate and baseline are the same version ({cand.agent_version})", 2)
+    if from_warehouse:
+        _gate_from_warehouse(database, cand.agent_version, base.agent_version, as_json)
+        return
+    from newsbench_dagster.core.agents import build_agent
+    from newsbench_dagster.core.artifacts import LocalArtifactStore
+    from newsbench_dagster.core.browser import BrowserOptions
+    from newsbench_dagster.core.network import Fetcher, RobotsRules
+    from newsbench_dagster.core.producer import ALL_INTENTS
+    from newsbench_dagster.core.release import (
+        Policy,
+        decide,
+        evaluate,
+        plan_task_set,
+        render_markdown,
+    )
+    from newsbench_dagster.core.runner import Runner, RunSettings
+    from newsbench_dagster.core.sites import load_sites
+    from newsbench_dagster.paths import SITES_FILE
+    from newsbench_dagster.resources.newsroom import NewsroomResource
+
+    if bad := [i for i in intent if i not in ALL_INTENTS]:
+        _fail(f"unknown intent(s) {', '.join(bad)}; known: {', '.join(ALL_INTENTS)}", 2)
+    registry = load_sites(SITES_FILE)
+    keys = [s.key for s in registry.sites]
+    if bad := [s for s in site if s not in keys]:
+        _fail(f"unknown site(s) {', '.join(bad)}; the allowlist has: {', '.join(keys)}", 2)
+    day = _today()
+    policy = Policy(
+        trials=trials, max_reruns=max_reruns, seed=seed, slice_min_tasks=slice_min_tasks
+    )
+    with _running_newsroom(port):
+        routing = NewsroomResource(port=port).routing(registry.allowed_origins)
+        with Fetcher(routing, registry.allowed_origins) as fetcher:
+            robots = RobotsRules.fetch(fetcher, registry.allowed_origins)
+            task_set = plan_task_set(
+                registry,
+                fetcher,
+                suites_dir=SUITES_DIR,
+                recent=[],
+                day=day,
+                sites=site or None,
+                intents=intent or None,
+                heldout_n=heldout,
+                seed=seed,
+                warn=err.print,
+            )
+        if not task_set.tasks:
+            _fail("no tasks for these sites and intents", 2)
+        intervals = {
+            o: s.rate_limit.min_interval_seconds for s in registry.sites for o in s.allowed_origins
+        }
+
+        def runner_for(agents):
+            return Runner(
+                agents,
+                options=BrowserOptions(routing=routing),
+                robots=robots,
+                store=LocalArtifactStore(artifacts),
+                settings=RunSettings(
+                    trials=trials,
+                    interleave=True,
+                    min_interval=intervals,
+                    task_set=task_set.description,
+                ),
+                world={"kind": "newsroom", "port": port},
+            )
+
+        with _progress() as bar:
+            job = bar.add_task(
+                f"{cand.agent_version} vs {base.agent_version}",
+                total=len(task_set.tasks) * 2 * trials,
+            )
+            ev = evaluate(
+                build_agent(cand),
+                build_agent(base),
+                task_set,
+                day,
+                runner_for,
+                max_reruns=max_reruns,
+                progress=lambda _row: bar.advance(job),
+            )
+    decision = decide(
+        ev.scores,
+        ev.runs,
+        gating=task_set.gating,
+        candidate_version=cand.agent_version,
+        baseline_version=base.agent_version,
+        policy=policy,
+    )
+    if as_json:
+        console.print_json(_json.dumps({**decision, "task_set": task_set.description}, default=str))
+    else:
+        console.print(render_markdown(decision, {"dataset revision": task_set.revision}))
+    raise typer.Exit(GATE_EXIT[decision["verdict"]])
+
+
+def _gate_from_warehouse(database: Path, candidate: str, baseline: str, as_json: bool) -> None:
+    import json as _json
+
+    import duckdb
+
+    if not database.exists():
+        _fail(f"{database}: no warehouse yet", 2)
+    with duckdb.connect(str(database), read_only=True) as con:
+        try:
+            found = con.execute(
+                """SELECT verdict, baseline_version, markdown, reasons, decided_at
+                   FROM newsbench.release_decision WHERE candidate_version = ?
+                   ORDER BY decided_at DESC LIMIT 1""",
+                [candidate],
+            ).fetchone()
+        except duckdb.CatalogException:
+            found = None
+    if found is None:
+        _fail(f"no decision stored for {candidate} in {database}", 2)
+    verdict, stored_baseline, markdown, reasons, decided_at = found
+    if stored_baseline != baseline:
+        _fail(
+            f"the stored decision for {candidate} compared it with {stored_baseline}, "
+            f"not {baseline}",
+            2,
+        )
+    if as_json:
+        console.print_json(
+            _json.dumps(
+                {"verdict": verdict, "reasons": _json.loads(reasons), "decided_at": decided_at},
+                default=str,
+            )
+        )
+    else:
+        console.print(markdown)
+    raise typer.Exit(GATE_EXIT[verdict])
+
+
 # -- tasks (curated suites) ----------------------------------------------------------------
 SUITES_DIR = PROJECT_ROOT / "suites"
 SuitesRoot = Annotated[Path, typer.Option("--root", help="Suites directory.")]

@@ -15,17 +15,15 @@ from dagster import (
 
 from newsbench_dagster.core.agents import build_agent, load_manifests
 from newsbench_dagster.core.network import Fetcher, RobotsRules
-from newsbench_dagster.core.producer import todays_tasks
 from newsbench_dagster.core.release import (
     CANDIDATE,
-    build_task_set,
     decide,
     decision_row,
     evaluate,
+    plan_task_set,
 )
 from newsbench_dagster.core.runner import Runner
 from newsbench_dagster.core.scoring import score_safely
-from newsbench_dagster.core.suites import load_suites
 from newsbench_dagster.core.tables import frame, records
 from newsbench_dagster.core.witness import apply_witness
 from newsbench_dagster.partitions import CANDIDATE_EXPR, agent_version_partitions
@@ -90,45 +88,24 @@ def candidate_runs(
     base_m = release.baseline_for(cand_m, manifests)
     registry = sites.load()
     keys = release.sites or [s.key for s in registry.sites]
-    intents = set(release.intents) if release.intents else None
     day = datetime.now(UTC).date()
     since = pd.Timestamp(day - timedelta(days=release.heldout_days - 1))
-    recent = [
-        r["task"]
-        for r in records(news_tasks[news_tasks["day"] >= since], "news_tasks")
-        if r["site"] in keys and (intents is None or r["intent"] in intents)
-    ]
+    recent = [r["task"] for r in records(news_tasks[news_tasks["day"] >= since], "news_tasks")]
     routing = newsroom.routing(registry.allowed_origins)
     with Fetcher(routing, registry.allowed_origins) as fetcher:
         robots = RobotsRules.fetch(fetcher, registry.allowed_origins)
-        source = "news_tasks"
-        if not recent:  # nothing polled lately: draw from what the feeds give now
-            source = "fresh poll"
-            recent = [
-                t
-                for t in todays_tasks(registry, fetcher, day, keys)
-                if intents is None or t["intent"] in intents
-            ]
-    suites = load_suites(release.suites_dir, registry.allowed_origins, keys)
-    for p in suites.problems:
-        context.log.warning(f"suite task left out: {p}")
-
-    def pick(suite: str):
-        return [
-            t
-            for t in suites.tasks
-            if t.suite == suite and (intents is None or t.task["intent"] in intents)
-        ]
-
-    task_set = build_task_set(
-        pick("regression"),
-        pick("adversarial"),
-        recent,
-        heldout_n=release.heldout_n,
-        seed=release.seed,
-        sites=keys,
-    )
-    task_set.description["heldout"]["source"] = source
+        task_set = plan_task_set(
+            registry,
+            fetcher,
+            suites_dir=release.suites_dir,
+            recent=recent,
+            day=day,
+            sites=keys,
+            intents=release.intents,
+            heldout_n=release.heldout_n,
+            seed=release.seed,
+            warn=context.log.warning,
+        )
     artifacts.store().put_json(
         task_set_key(version),
         {
@@ -180,7 +157,7 @@ def candidate_runs(
         {
             "baseline": base_m.agent_version,
             "tasks": MetadataValue.json(task_set.description["counts"]),
-            "heldout_source": source,
+            "heldout_source": task_set.description["heldout"]["source"],
             "runs": len(df),
             "reruns": int((df["attempt"] > 0).sum()),
             "dataset_revision": task_set.revision,

@@ -34,6 +34,7 @@ from newsbench_dagster.core.stats import (
     paired_difference,
     percentile,
     regression_verdict,
+    slice_verdict,
     volatile_sites,
     wilson,
 )
@@ -143,6 +144,53 @@ def build_task_set(
     )
 
 
+def plan_task_set(
+    registry: Any,
+    fetcher: Any,
+    *,
+    suites_dir: str | Path,
+    recent: Sequence[dict],
+    day: date,
+    sites: Sequence[str] | None = None,
+    intents: Iterable[str] | None = None,
+    heldout_n: int,
+    seed: int,
+    warn: Callable[[str], None] = lambda _: None,
+) -> TaskSet:
+    """The release task set for `sites` and `intents`: suites from `suites_dir`, held-out
+    tasks from `recent` (news_tasks), or, with none, from what the feeds give now (polled
+    through `fetcher`). Suite problems are passed to `warn`, and those tasks left out."""
+    from newsbench_dagster.core.producer import todays_tasks
+    from newsbench_dagster.core.suites import load_suites
+
+    keys = list(sites or [s.key for s in registry.sites])
+    wanted = set(intents) if intents else None
+
+    def ok(task: dict) -> bool:
+        return task["site"] in keys and (wanted is None or task["intent"] in wanted)
+
+    pool, source = [t for t in recent if ok(t)], "news_tasks"
+    if not pool:  # nothing polled lately: draw from what the feeds give now
+        pool, source = [t for t in todays_tasks(registry, fetcher, day, keys) if ok(t)], "poll"
+    suites = load_suites(suites_dir, registry.allowed_origins, [s.key for s in registry.sites])
+    for problem in suites.problems:
+        warn(f"suite task left out: {problem}")
+    picked = {
+        name: [st for st in suites.tasks if st.suite == name and ok(st.task)]
+        for name in ("regression", "adversarial")
+    }
+    task_set = build_task_set(
+        picked["regression"],
+        picked["adversarial"],
+        pool,
+        heldout_n=heldout_n,
+        seed=seed,
+        sites=keys,
+    )
+    task_set.description["heldout"]["source"] = source
+    return task_set
+
+
 # -- running -------------------------------------------------------------------------------
 @dataclass
 class Evaluation:
@@ -247,20 +295,31 @@ def _trials(rows: list[dict]) -> dict[str, list[bool]]:
     return out
 
 
-def _compare(cand: list[dict], base: list[dict], policy: Policy, *, overall: bool) -> dict:
+def _compare(
+    cand: list[dict], base: list[dict], policy: Policy, *, overall: bool, level: float = 0.95
+) -> dict:
     """Paired candidate - baseline over the tasks both ran: clustered by site when the rows
     span enough sites, else by task (one site's tasks are its own clusters)."""
     sites = {r["site"] for r in cand + base}
     by_site = overall or len(sites) >= policy.min_clusters
     cluster_of = {r["task_id"]: (r["site"] if by_site else r["task_id"]) for r in cand + base}
     diff = paired_difference(
-        _trials(cand), _trials(base), cluster_of, draws=policy.draws, seed=policy.seed
+        _trials(cand), _trials(base), cluster_of, draws=policy.draws, seed=policy.seed, level=level
     )
-    min_tasks = policy.min_tasks if overall else policy.slice_min_tasks
-    min_clusters = policy.min_clusters if by_site else min_tasks
-    verdict, reason = regression_verdict(
-        diff, margin=policy.margin, min_tasks=min_tasks, min_clusters=min_clusters
-    )
+    if overall:
+        verdict, reason = regression_verdict(
+            diff,
+            margin=policy.margin,
+            min_tasks=policy.min_tasks,
+            min_clusters=policy.min_clusters,
+        )
+    else:
+        verdict, reason = slice_verdict(
+            diff,
+            margin=policy.margin,
+            min_tasks=policy.slice_min_tasks,
+            min_clusters=policy.min_clusters if by_site else 1,
+        )
     return {
         "candidate": _rate(cand),
         "baseline": _rate(base),
@@ -306,13 +365,20 @@ def decide(
     base = [s for s in base if s["task_id"] in both]
 
     overall = _compare(cand, base, policy, overall=True)
+    groups = [
+        (kind, value, [s for s in cand if s.get(kind) == value])
+        for kind in SLICE_KINDS
+        for value in sorted({s.get(kind) for s in cand if s.get(kind) is not None})
+    ]
+    # Every slice is its own chance of a false block: the intervals of the slices with
+    # enough tasks share the 5 % between them (Bonferroni).
+    m = sum(len({s["task_id"] for s in c}) >= policy.slice_min_tasks for _, _, c in groups)
+    level = 1 - 0.05 / max(m, 1)
     slices = []
-    for kind in SLICE_KINDS:
-        values = sorted({s.get(kind) for s in cand if s.get(kind) is not None})
-        for value in values:
-            c = [s for s in cand if s.get(kind) == value]
-            b = [s for s in base if s.get(kind) == value]
-            slices.append({"kind": kind, "value": value, **_compare(c, b, policy, overall=False)})
+    for kind, value, c in groups:
+        b = [s for s in base if s.get(kind) == value]
+        compared = _compare(c, b, policy, overall=False, level=level)
+        slices.append({"kind": kind, "value": value, **compared})
 
     # Critical failures: every attempt of the candidate, gated or not (adversarial included).
     cand_runs = [r for r in runs if role_of.get(r["run_id"], r.get("role")) == CANDIDATE]

@@ -21,6 +21,7 @@ __all__ = [
     "paired_difference",
     "percentile",
     "regression_verdict",
+    "slice_verdict",
     "settle_reruns",
     "volatile_sites",
     "wilson",
@@ -102,6 +103,31 @@ def regression_verdict(
     if result.low < margin:
         return "block", f"candidate - baseline {span}: lower bound below {margin:+.2f}"
     return "pass", f"candidate - baseline {span}"
+
+
+def slice_verdict(
+    result: PairedDifference | None,
+    *,
+    margin: float = REGRESSION_MARGIN,
+    min_tasks: int = 10,
+    min_clusters: int = 1,
+) -> tuple[str, str]:
+    """("pass" | "block" | "insufficient_evidence", reason) for one slice of a comparison.
+
+    A slice blocks when its whole interval lies below the margin (a regression shown on the
+    slice), passes when its lower bound clears the margin, and otherwise is insufficient
+    evidence: a slice is small, and an interval too wide to tell is reported, not a pass.
+    The overall comparison, which has the samples, uses `regression_verdict` instead (not
+    shown to be within the margin is a block)."""
+    if result is None or result.n_tasks < min_tasks or result.n_clusters < min_clusters:
+        have = f"{result.n_tasks} tasks" if result else "no tasks"
+        return "insufficient_evidence", f"{have}; need {min_tasks}"
+    span = f"{result.diff:+.3f} [{result.low:+.3f}, {result.high:+.3f}]"
+    if result.high < margin:
+        return "block", f"candidate - baseline {span}: entirely below {margin:+.2f}"
+    if result.low >= margin:
+        return "pass", f"candidate - baseline {span}"
+    return "insufficient_evidence", f"candidate - baseline {span}: too wide to tell"
 
 
 def percentile(values: Iterable[float | None], q: float) -> float | None:
