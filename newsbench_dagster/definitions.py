@@ -2,8 +2,11 @@
 
 from dagster import Definitions, EnvVar, in_process_executor, load_assets_from_modules
 
-from newsbench_dagster.assets import feeds, kpis, runs, scores, tasks
+from newsbench_dagster.assets import drift, feeds, kpis, release, runs, scores, tasks
 from newsbench_dagster.checks.compliance import compliance
+from newsbench_dagster.checks.data_quality import DATA_QUALITY_CHECKS
+from newsbench_dagster.checks.drift import DRIFT_CHECKS
+from newsbench_dagster.checks.release import RELEASE_CHECKS
 from newsbench_dagster.resources import (
     RESOURCES_LOCAL,
     NewsroomResource,
@@ -12,8 +15,8 @@ from newsbench_dagster.resources import (
 from newsbench_dagster.schedules import JOBS, SCHEDULES
 from newsbench_dagster.sensors import SENSORS
 
-ASSETS = load_assets_from_modules([feeds, tasks, runs, scores, kpis])
-CHECKS = [compliance]
+ASSETS = load_assets_from_modules([feeds, tasks, runs, scores, drift, kpis, release])
+CHECKS = [compliance, *DATA_QUALITY_CHECKS, *DRIFT_CHECKS, *RELEASE_CHECKS]
 
 
 def build_definitions(resources: dict) -> Definitions:

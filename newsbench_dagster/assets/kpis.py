@@ -7,11 +7,12 @@ from dagster import (
     AutomationCondition,
     MetadataValue,
     MultiToSingleDimensionPartitionMapping,
+    TimeWindowPartitionMapping,
     asset,
 )
 
-from newsbench_dagster.core.kpis import rollup
-from newsbench_dagster.core.tables import frame
+from newsbench_dagster.core.kpis import rollup, success_over_days
+from newsbench_dagster.core.tables import frame, records
 from newsbench_dagster.partitions import day_partitions
 
 _ALL_SITES_OF_DAY = MultiToSingleDimensionPartitionMapping(partition_dimension_name="day")
@@ -25,12 +26,22 @@ _ALL_SITES_OF_DAY = MultiToSingleDimensionPartitionMapping(partition_dimension_n
     ins={
         "run_scores": AssetIn(partition_mapping=_ALL_SITES_OF_DAY),
         "news_tasks": AssetIn(partition_mapping=_ALL_SITES_OF_DAY),
+        "site_drift": AssetIn(partition_mapping=_ALL_SITES_OF_DAY),
+        # The two weeks before, for the plot of success over days.
+        "kpi_history": AssetIn(
+            key="kpi_daily",
+            partition_mapping=TimeWindowPartitionMapping(start_offset=-14, end_offset=-1),
+        ),
     },
     # Refresh whenever any site's scores for the day change (needs the daemon: `dagster dev`).
     automation_condition=AutomationCondition.eager(),
 )
 def kpi_daily(
-    context: AssetExecutionContext, run_scores: pd.DataFrame, news_tasks: pd.DataFrame
+    context: AssetExecutionContext,
+    run_scores: pd.DataFrame,
+    news_tasks: pd.DataFrame,
+    site_drift: pd.DataFrame,
+    kpi_history: pd.DataFrame,
 ) -> pd.DataFrame:
     """Success rate with a 95 % Wilson interval, reward and its components, TTFC p50/p95,
     steps, tokens (per run and per success), tool-call mix, failure taxonomy, safety incidents,
@@ -38,8 +49,16 @@ def kpi_daily(
     slice (intent, device, geo, network, locale, risk tier)."""
     day = pd.Timestamp(context.partition_key)
     per_site = news_tasks.groupby("site")["task_id"].nunique().to_dict() if len(news_tasks) else {}
-    rows = [{**r, "day": day} for r in rollup(run_scores, per_site, drift=None)]
+    # Drift sensitivity: the baseline's success delta on a site whose template changed today.
+    changed = site_drift[site_drift["template_changed"].fillna(False).astype(bool)]
+    drift = {
+        r["site"]: r["baseline_delta"]
+        for r in records(changed, "site_drift")
+        if r["baseline_delta"] is not None
+    }
+    rows = [{**r, "day": day} for r in rollup(run_scores, per_site, drift=drift or None)]
     df = frame("kpi_daily", rows)
+    history = records(kpi_history, "kpi_daily") + records(df, "kpi_daily")
     overall = df[(df["slice_kind"] == "all")]
     lines = [
         "| site | agent | scored | success | env failures | reward |",
@@ -56,6 +75,7 @@ def kpi_daily(
             "rows": len(df),
             "overall": MetadataValue.md("\n".join(lines)),
             "per_site": MetadataValue.md(_per_site_table(overall)),
+            "success_over_days": MetadataValue.md(success_over_days(history)),
         }
     )
     return df

@@ -256,7 +256,7 @@ def release_decision(
     sites = [s for s in decision["slices"] if s["kind"] == "site"]
     site_table = "\n".join(
         [
-            "| site | candidate | baseline | difference [95 % CI] | verdict |",
+            "| site | candidate | baseline | difference [interval] | verdict |",
             "|---|---|---|---|---|",
             *[
                 f"| {s['value']} | {s['candidate']['success']} | {s['baseline']['success']} | "

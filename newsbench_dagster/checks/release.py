@@ -20,6 +20,10 @@ from newsbench_dagster.core.tables import loads, records
 from newsbench_dagster.partitions import agent_version_partitions
 
 
+def _num(value) -> float | None:
+    return None if pd.isna(value) else float(value)
+
+
 @asset_check(
     asset=release_decision,
     blocking=True,
@@ -40,9 +44,7 @@ def regression_gate(release_decision: pd.DataFrame) -> AssetCheckResult:
         else AssetCheckSeverity.ERROR,
         metadata={
             "verdict": verdict,
-            "diff": row["diff"],
-            "diff_low": row["diff_low"],
-            "diff_high": row["diff_high"],
+            **{k: _num(row[k]) for k in ("diff", "diff_low", "diff_high")},
             "blocked_slices": MetadataValue.json(blocked),
             "reasons": MetadataValue.json(reasons),
         },

@@ -168,3 +168,41 @@ def rollup(
                     }
                 )
     return rows
+
+
+def interval_strip(
+    rate: float | None, low: float | None, high: float | None, width: int = 25
+) -> str:
+    """A rate and its interval drawn on a 0..1 scale in text, for Markdown metadata:
+    `·····[===●==]·····` (the interval in brackets, the rate as ●)."""
+    if rate is None or low is None or high is None:
+        return "·" * width
+    cells = ["·"] * width
+
+    def at(x: float) -> int:
+        return min(width - 1, max(0, round(x * (width - 1))))
+
+    lo, hi, mid = at(low), at(high), at(rate)
+    for i in range(lo, hi + 1):
+        cells[i] = "="
+    cells[lo], cells[hi] = "[", "]"
+    cells[mid] = "●"
+    return "".join(cells)
+
+
+def success_over_days(rows: Iterable[dict], site: str = ALL) -> str:
+    """Markdown: one line per day of a site's (default: all sites') overall success, with
+    its 95 % interval drawn, one block per agent version."""
+    picked = sorted(
+        (r for r in rows if r["site"] == site and r["slice_kind"] == "all"),
+        key=lambda r: (r["agent_version"], r["day"]),
+    )
+    lines = ["| agent | day | success [95 % CI] | 0 ... 1 |", "|---|---|---|---|"]
+    for r in picked:
+        rate, lo, hi = r.get("success_rate"), r.get("success_ci_low"), r.get("success_ci_high")
+        shown = "-" if rate is None else f"{rate:.2f} [{lo:.2f}, {hi:.2f}]"
+        day = str(r["day"])[:10]
+        lines.append(
+            f"| {r['agent_version']} | {day} | {shown} | `{interval_strip(rate, lo, hi)}` |"
+        )
+    return "\n".join(lines)

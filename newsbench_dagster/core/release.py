@@ -61,6 +61,12 @@ class Policy:
     volatility_threshold: float = 0.3  # baseline flip share above which a site is excluded
     pii_max_rate: float = compliance.PII_MAX_RATE
     draws: int = 2000  # bootstrap resamples
+    # One-sided error of the gate: the overall lower bound is a one-sided 95 % bound (the
+    # two-sided 90 % interval's low end); slices share alpha between them (Bonferroni).
+    alpha: float = 0.05
+    # Bootstrap over tasks within each site ("stratified": the allowlist is the population)
+    # or over whole sites ("cluster": too narrow with a handful of sites; see gate_power).
+    interval: str = "stratified"
     seed: int = 0
 
     def as_dict(self) -> dict:
@@ -296,7 +302,7 @@ def _trials(rows: list[dict]) -> dict[str, list[bool]]:
 
 
 def _compare(
-    cand: list[dict], base: list[dict], policy: Policy, *, overall: bool, level: float = 0.95
+    cand: list[dict], base: list[dict], policy: Policy, *, overall: bool, level: float
 ) -> dict:
     """Paired candidate - baseline over the tasks both ran: clustered by site when the rows
     span enough sites, else by task (one site's tasks are its own clusters)."""
@@ -304,7 +310,15 @@ def _compare(
     by_site = overall or len(sites) >= policy.min_clusters
     cluster_of = {r["task_id"]: (r["site"] if by_site else r["task_id"]) for r in cand + base}
     diff = paired_difference(
-        _trials(cand), _trials(base), cluster_of, draws=policy.draws, seed=policy.seed, level=level
+        _trials(cand),
+        _trials(base),
+        cluster_of,
+        draws=policy.draws,
+        seed=policy.seed,
+        level=level,
+        # Tasks as clusters: resampling them is the plain task bootstrap ("stratified" by
+        # task would resample nothing).
+        scheme=policy.interval if by_site else "cluster",
     )
     if overall:
         verdict, reason = regression_verdict(
@@ -325,6 +339,7 @@ def _compare(
         "baseline": _rate(base),
         "diff": diff.as_dict() if diff else None,
         "clustered_by": "site" if by_site else "task",
+        "scheme": policy.interval if by_site else "task",
         "verdict": verdict,
         "reason": reason,
     }
@@ -364,16 +379,16 @@ def decide(
     cand = [s for s in cand if s["task_id"] in both]
     base = [s for s in base if s["task_id"] in both]
 
-    overall = _compare(cand, base, policy, overall=True)
+    overall = _compare(cand, base, policy, overall=True, level=1 - 2 * policy.alpha)
     groups = [
         (kind, value, [s for s in cand if s.get(kind) == value])
         for kind in SLICE_KINDS
         for value in sorted({s.get(kind) for s in cand if s.get(kind) is not None})
     ]
-    # Every slice is its own chance of a false block: the intervals of the slices with
-    # enough tasks share the 5 % between them (Bonferroni).
+    # Every slice is its own chance of a false block: the slices with enough tasks share
+    # alpha between them (Bonferroni).
     m = sum(len({s["task_id"] for s in c}) >= policy.slice_min_tasks for _, _, c in groups)
-    level = 1 - 0.05 / max(m, 1)
+    level = 1 - 2 * policy.alpha / max(m, 1)
     slices = []
     for kind, value, c in groups:
         b = [s for s in base if s.get(kind) == value]
@@ -478,10 +493,11 @@ def render_markdown(decision: dict, record: dict | None = None) -> str:
             for who in (CANDIDATE, BASELINE)
         ],
         "",
-        f"Paired difference (candidate - baseline, bootstrap over {o['clustered_by']}s): "
-        f"**{_span(o)}**",
+        f"Paired difference (candidate - baseline, {o['scheme']} bootstrap by "
+        f"{o['clustered_by']}, "
+        f"{(o['diff'] or {}).get('level', 0):.0%} interval): **{_span(o)}**",
         "",
-        "| slice | value | candidate | baseline | difference [95 % CI] | verdict |",
+        "| slice | value | candidate | baseline | difference [interval] | verdict |",
         "|---|---|---|---|---|---|",
         *[
             f"| {s['kind']} | {s['value']} | {_pct(s['candidate']['success'])} | "

@@ -59,10 +59,15 @@ def paired_difference(
     draws: int = 2000,
     seed: int = 0,
     level: float = 0.95,
+    scheme: str = "cluster",
 ) -> PairedDifference | None:
     """Candidate - baseline success over the tasks both ran (task id -> trial outcomes), with
-    a percentile bootstrap interval that resamples clusters (sites) with replacement. None
-    when no task was run by both."""
+    a percentile bootstrap interval. None when no task was run by both.
+
+    `scheme` "cluster" resamples whole clusters (sites) with replacement: right when the sites
+    are a sample of a larger web, but with a handful of clusters its intervals are far too
+    narrow (benchmarks/gate_power.py measures it). "stratified" resamples tasks within each
+    cluster: right when the clusters are the whole population, as the allowlist is."""
     cand, base = _rates(candidate), _rates(baseline)
     tasks = sorted(set(cand) & set(base))
     if not tasks:
@@ -78,8 +83,17 @@ def paired_difference(
     counts = np.array([len(by_cluster[c]) for c in names])
     diff = float(sums.sum() / counts.sum())
     rng = np.random.default_rng(seed)
-    picks = rng.integers(0, len(names), size=(draws, len(names)))
-    stats = sums[picks].sum(axis=1) / counts[picks].sum(axis=1)
+    if scheme == "cluster":
+        picks = rng.integers(0, len(names), size=(draws, len(names)))
+        stats = sums[picks].sum(axis=1) / counts[picks].sum(axis=1)
+    elif scheme == "stratified":
+        total = np.zeros(draws)
+        for c in names:
+            values = np.array(by_cluster[c])
+            total += values[rng.integers(0, len(values), size=(draws, len(values)))].sum(axis=1)
+        stats = total / counts.sum()
+    else:
+        raise ValueError(f"unknown bootstrap scheme {scheme!r} (cluster | stratified)")
     alpha = (1 - level) / 2
     low, high = np.quantile(stats, [alpha, 1 - alpha])
     return PairedDifference(

@@ -173,3 +173,71 @@ def test_the_baselines_violations_do_not_block_the_candidate_and_pii_has_a_ceili
     scores[0]["pii_flags"] = 1  # 1 of 5 candidate answers: far above 0.1 %
     evaluation = _gate(tmp_path / "b", runs, scores)
     assert not evaluation.passed and "pii" in evaluation.description
+
+
+# -- the candidate job, end to end -----------------------------------------------------------
+def test_the_requested_run_evaluates_both_on_identical_tasks_and_the_gate_blocks(
+    newsroom, tmp_path
+):
+    """selector-baseline as a candidate today (after Harbor's 2026-11-16 redesign): the
+    sensor's run evaluates it and the baseline on the same task ids, and the regression gate
+    blocks it, naming harbor."""
+    from newsbench_dagster.definitions import build_definitions
+    from newsbench_dagster.resources import (
+        ArtifactStoreResource,
+        BrowserResource,
+        NewsroomResource,
+        ReleaseResource,
+    )
+
+    agents = tmp_path / "agents"
+    agents.mkdir()
+    for name in ("reference.yaml", "selector-baseline.yaml"):
+        shutil.copy(AGENTS_DIR / name, agents)
+    db = tmp_path / "wh.duckdb"
+    registry = AgentRegistryResource(directory=str(agents))
+    defs = build_definitions(
+        {
+            **RESOURCES_LOCAL,
+            "io_manager": duckdb_warehouse(str(db)),
+            "newsroom": NewsroomResource(port=newsroom.port, seed=newsroom.newsroom.seed),
+            "browser": BrowserResource(artifacts=[], screenshot=False),
+            "artifacts": ArtifactStoreResource(root=str(tmp_path / "artifacts")),
+            "agents": registry,
+            "release": ReleaseResource(
+                sites=["harbor"],
+                intents=["find_top_headline", "extract_article_metadata"],
+                heldout_n=12,
+                trials=1,
+                max_reruns=1,
+                slice_min_tasks=5,
+            ),
+        }
+    )
+    with instance_for_test() as instance:
+        sensed = agent_registry(
+            build_sensor_context(instance=instance, resources={"agents": registry})
+        )
+        (request,) = sensed.run_requests
+        (add,) = sensed.dynamic_partitions_requests
+        instance.add_dynamic_partitions(PARTITIONS, list(add.partition_keys))
+        result = defs.resolve_job_def("candidate_job").execute_in_process(
+            partition_key=request.partition_key, instance=instance, raise_on_error=False
+        )
+    checks = {e.check_name: e for e in result.get_asset_check_evaluations()}
+    gate = checks["regression_gate"]
+    assert not gate.passed
+    assert any(r.startswith("site=harbor:") for r in gate.metadata["reasons"].value)
+    assert checks["compliance_gate"].passed
+    with duckdb.connect(str(db), read_only=True) as con:
+        ids = dict(
+            con.execute(
+                """SELECT role, list(DISTINCT task_id ORDER BY task_id)
+                   FROM newsbench.candidate_runs WHERE counted GROUP BY role"""
+            ).fetchall()
+        )
+        decision = con.execute(
+            "SELECT verdict, candidate_version, n_tasks FROM newsbench.release_decision"
+        ).fetchall()
+    assert ids["candidate"] == ids["baseline"] and len(ids["candidate"]) >= 5
+    assert decision == [("block", request.partition_key, len(ids["candidate"]))]

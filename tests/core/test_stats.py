@@ -102,3 +102,19 @@ def test_volatile_sites_are_named_with_their_flip_rate():
 def test_percentiles_skip_missing_values():
     assert percentile([1.0, None, 3.0, 2.0], 50) == 2.0
     assert percentile([None], 95) is None
+
+
+def test_stratified_bootstrap_resamples_tasks_within_each_site():
+    from newsbench_dagster.core.stats import paired_difference
+
+    # One site: resampling whole sites cannot vary anything; resampling its tasks can.
+    cand = {f"t{i}": [i % 2 == 0] for i in range(20)}
+    base = {f"t{i}": [True] for i in range(20)}
+    sites = dict.fromkeys(cand, "harbor")
+    clustered = paired_difference(cand, base, sites, scheme="cluster")
+    stratified = paired_difference(cand, base, sites, scheme="stratified")
+    assert clustered.low == clustered.high == -0.5
+    assert stratified.low < -0.5 < stratified.high
+    assert stratified.diff == clustered.diff == -0.5
+    with pytest.raises(ValueError, match="unknown bootstrap scheme"):
+        paired_difference(cand, base, sites, scheme="jackknife")
