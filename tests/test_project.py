@@ -11,7 +11,7 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from dagster import build_schedule_context, instance_for_test
+from dagster import AssetKey, build_schedule_context, instance_for_test
 from typer.testing import CliRunner
 
 from newsbench_dagster.cli import app
@@ -64,14 +64,33 @@ def test_dagster_definitions_validate():
 def test_graph_shape_and_partitions():
     graph = defs.resolve_asset_graph()
     keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
-    assert keys == {"feed_items", "news_tasks", "agent_runs", "run_scores", "kpi_daily"}
+    assert keys == {
+        "feed_items",
+        "news_tasks",
+        "agent_runs",
+        "run_scores",
+        "site_drift",
+        "kpi_daily",
+        "candidate_runs",
+        "candidate_scores",
+        "release_decision",
+    }
     # Site partitions are the allowlist's keys, in its order.
     assert [s.key for s in load_sites(SITES_FILE).sites] == SITE_KEYS
     assert SITE_KEYS[:3] == ["harbor", "rhein", "lac"] and len(SITE_KEYS) == 6
-    assert {c.name for c in defs.resolve_asset_graph().asset_check_keys} == {"compliance"}
+    assert {c.name for c in defs.resolve_asset_graph().asset_check_keys} == {
+        "compliance",
+        "run_scores_quality",
+        "kpi_daily_quality",
+        "drift",
+        "regression_gate",
+        "compliance_gate",
+    }
+    # Candidates are partitioned by agent version (dynamic); sites and days stay static.
+    assert graph.get(AssetKey("release_decision")).partitions_def.name == "agent_version"
     # The production variant builds too (BigQuery cannot run here; only its wiring is checked).
     prod = production()
-    assert type(prod.resources["io_manager"]).__name__ == "BigQueryPandasIOManager"
+    assert type(prod.resources["io_manager"]).__name__ == "BigQueryWarehouse"
 
 
 def test_nightly_schedule_requests_one_run_per_site():
@@ -82,6 +101,24 @@ def test_nightly_schedule_requests_one_run_per_site():
         requests = list(nightly_sweep(ctx))
     assert [r.partition_key for r in requests] == [f"2026-11-30|{s}" for s in SITE_KEYS]
     assert len({r.run_key for r in requests}) == len(SITE_KEYS)
+
+
+def test_hourly_canary_rotates_through_every_site():
+    from newsbench_dagster.schedules import CANARY_SITES_PER_HOUR, hourly_canary
+
+    seen: list[str] = []
+    hours = len(SITE_KEYS) // CANARY_SITES_PER_HOUR
+    with instance_for_test() as instance:
+        for h in range(hours):
+            ctx = build_schedule_context(
+                instance=instance,
+                scheduled_execution_time=datetime(2026, 11, 30, h, 30, tzinfo=UTC),
+            )
+            requests = list(hourly_canary(ctx))
+            assert len(requests) == CANARY_SITES_PER_HOUR
+            assert all(r.tags["newsbench/trigger"] == "canary" for r in requests)
+            seen += [r.partition_key.split("|")[1] for r in requests]
+    assert sorted(seen) == sorted(SITE_KEYS)  # every site once per rotation
 
 
 def test_feeds_inspect_prints_json_lines(newsroom, tmp_path):

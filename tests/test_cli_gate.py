@@ -1,0 +1,100 @@
+"""`newsbench gate`: any CI system's release gate. It runs candidate and baseline on the same
+tasks against a real newsroom in Chromium, prints the decision and exits 0 pass, 1 block,
+3 insufficient evidence, 2 bad input; or reads the decision the pipeline stored."""
+
+from __future__ import annotations
+
+import json
+
+import duckdb
+from typer.testing import CliRunner
+
+from newsbench_dagster.cli import app
+from newsbench_dagster.core import tables
+from newsbench_dagster.core.agents import load_manifest
+from newsbench_dagster.paths import AGENTS_DIR
+
+SELECTOR = str(AGENTS_DIR / "selector-baseline.yaml")
+
+
+def test_gate_blocks_the_selector_baseline_after_the_redesign_and_exits_1(tmp_path):
+    result = CliRunner().invoke(
+        app,
+        [
+            "gate",
+            "--candidate",
+            SELECTOR,
+            "--baseline",
+            "reference",
+            "--site",
+            "harbor",
+            "--intent",
+            "find_top_headline",
+            "--intent",
+            "extract_article_metadata",
+            "--heldout",
+            "12",
+            "--trials",
+            "1",
+            "--slice-min-tasks",
+            "5",
+            "--json",
+            "--artifacts",
+            str(tmp_path),
+            "--port",
+            "8492",
+        ],
+    )
+    assert result.exit_code == 1, result.output
+    decision = json.loads(result.stdout[result.stdout.index("{") :])
+    assert decision["verdict"] == "block"
+    assert any(r.startswith("site=harbor:") for r in decision["reasons"])
+    ids = decision["task_set"]["task_ids"]
+    assert decision["sample_counts"]["tasks_gated"] == len(ids) >= 5
+
+
+def _store(db, verdict: str, baseline: str, candidate: str, at: str) -> None:
+    with duckdb.connect(str(db)) as con:
+        con.execute("CREATE SCHEMA IF NOT EXISTS newsbench")
+        con.execute(tables.ddl("release_decision", "newsbench"))
+        df = tables.frame(  # noqa: F841 - read by the INSERT
+            "release_decision",
+            [
+                {
+                    "candidate_version": candidate,
+                    "baseline_version": baseline,
+                    "verdict": verdict,
+                    "reasons": ["overall: candidate - baseline -0.2"],
+                    "markdown": f"## {verdict.upper()}",
+                    "decided_at": at,
+                }
+            ],
+        )
+        con.execute("INSERT INTO newsbench.release_decision BY NAME SELECT * FROM df")
+
+
+def test_gate_reads_the_stored_decision_and_checks_the_baseline(tmp_path):
+    cand = load_manifest(SELECTOR).agent_version
+    base = load_manifest(AGENTS_DIR / "reference.yaml").agent_version
+    db = tmp_path / "wh.duckdb"
+    args = ["gate", "--candidate", SELECTOR, "--from-warehouse", "--database", str(db)]
+
+    missing = CliRunner().invoke(app, args)
+    assert missing.exit_code == 2 and "no warehouse" in missing.output
+
+    _store(db, "insufficient_evidence", base, cand, "2026-12-01T10:00:00Z")
+    stored = CliRunner().invoke(app, args)
+    assert stored.exit_code == 3, stored.output
+    assert "INSUFFICIENT_EVIDENCE" in stored.output
+
+    # A newer decision, against another baseline: not the one asked about.
+    _store(db, "pass", "someone-else@1+0", cand, "2026-12-01T11:00:00Z")
+    other = CliRunner().invoke(app, args)
+    assert other.exit_code == 2 and "someone-else@1+0" in other.output
+
+
+def test_gate_refuses_bad_input_with_exit_2():
+    same = CliRunner().invoke(app, ["gate", "--candidate", "reference", "--baseline", "reference"])
+    assert same.exit_code == 2 and "same version" in same.output
+    unknown = CliRunner().invoke(app, ["gate", "--candidate", "nobody"])
+    assert unknown.exit_code == 2 and "'nobody'" in unknown.output
