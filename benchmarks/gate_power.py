@@ -186,8 +186,11 @@ def main() -> None:
     )
     policy = Policy(draws=args.draws, trials=args.sim_trials, interval=args.interval)
     rng = np.random.default_rng(42)
-    print("| scenario | tasks | A/A blocked [95 % CI] | -5 pts blocked [95 % CI] | s/eval |")
-    print("|---|---|---|---|---|")
+    print(
+        "| scenario | tasks | A/A blocked [95 % CI] | -5 pts blocked [95 % CI] "
+        "| insufficient evidence A/A, -5 | s/eval |"
+    )
+    print("|---|---|---|---|---|---|")
     needed = {}
     for name, pop in (("measured", base), ("noisy", noisy(base))):
         for n in sizes:
@@ -198,7 +201,11 @@ def main() -> None:
             per = (time.perf_counter() - t0) / (2 * args.replicates)
             a_b, w_b = aa.count("block"), worse.count("block")
             r = args.replicates
-            print(f"| {name} | {n} | {_cell(a_b, r)} | {_cell(w_b, r)} | {per:.3f} |", flush=True)
+            ie = f"{aa.count('insufficient_evidence')}, {worse.count('insufficient_evidence')}"
+            print(
+                f"| {name} | {n} | {_cell(a_b, r)} | {_cell(w_b, r)} | {ie} | {per:.3f} |",
+                flush=True,
+            )
             if name not in needed and a_b / r <= 0.05 and w_b / r >= 0.95:
                 needed[name] = n
     for name in ("measured", "noisy"):
