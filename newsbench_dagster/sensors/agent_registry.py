@@ -24,7 +24,9 @@ from newsbench_dagster.schedules import candidate_job
 @sensor(
     job=candidate_job,
     minimum_interval_seconds=60,
-    default_status=DefaultSensorStatus.RUNNING,
+    # Off by default: on one machine a candidate evaluation holds the only run slot for
+    # minutes; a deployment switches it on once (UI: Automation).
+    default_status=DefaultSensorStatus.STOPPED,
     description="Evaluate every new candidate agent version against the baseline.",
 )
 def agent_registry(context: SensorEvaluationContext, agents: AgentRegistryResource):

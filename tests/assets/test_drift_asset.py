@@ -29,6 +29,7 @@ from newsbench_dagster.resources import (
     ArtifactStoreResource,
     BrowserResource,
     NewsroomResource,
+    ReleaseResource,
     SiteRegistryResource,
     duckdb_warehouse,
 )
@@ -62,6 +63,7 @@ def env(frozen, tmp_path):
         "artifacts": ArtifactStoreResource(root=str(tmp_path / "artifacts")),
         "sites": SiteRegistryResource(),
         "agents": AgentRegistryResource(directory=str(agents)),
+        "release": ReleaseResource(),
     }
     with instance_for_test() as instance:
         yield resources, tmp_path, instance, clock

@@ -24,6 +24,7 @@ from newsbench_dagster.resources import (
     ArtifactStoreResource,
     BrowserResource,
     NewsroomResource,
+    ReleaseResource,
     SiteRegistryResource,
     duckdb_warehouse,
 )
@@ -41,6 +42,7 @@ def env(newsroom, tmp_path):
         "artifacts": ArtifactStoreResource(root=str(tmp_path / "artifacts")),
         "sites": SiteRegistryResource(),
         "agents": AgentRegistryResource(),
+        "release": ReleaseResource(),
     }
     with instance_for_test() as instance:
         yield resources, db, instance
