@@ -17,9 +17,10 @@
 -- estimate of `core.stats.paired_difference`.
 --
 -- This is a POINT-ESTIMATE SCREEN for analysts, not the gate. The release gate itself
--- (`core/stats.py`: `paired_difference`, `regression_verdict`) blocks on the LOWER BOUND of a
--- site-clustered bootstrap interval of the paired difference (margin -0.03, at least 20 tasks
--- over 3 sites), so a site can read 'ok' here and the version still be blocked, or the reverse.
+-- (`core/release.py` `decide`, `core/stats.py`) blocks on the one-sided 95 % LOWER BOUND of
+-- a bootstrap interval of the paired difference, tasks resampled within each site (margin
+-- -0.03, at least 20 tasks over 3 sites), so a site can read 'ok' here and the version still
+-- be blocked, or the reverse.
 WITH scored AS (
   SELECT
     site,

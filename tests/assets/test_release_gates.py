@@ -3,6 +3,7 @@ newsroom (real Chromium, a real DuckDB file), and the gates as asset checks."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -241,3 +242,17 @@ def test_the_requested_run_evaluates_both_on_identical_tasks_and_the_gate_blocks
         ).fetchall()
     assert ids["candidate"] == ids["baseline"] and len(ids["candidate"]) >= 5
     assert decision == [("block", request.partition_key, len(ids["candidate"]))]
+
+    # The analysts' release-gate SQL (BigQuery dialect, run here on DuckDB) reads the same
+    # numbers off candidate_scores as the decision asset did.
+    from newsbench_dagster.core.analyst_sql import run_view
+
+    sql = run_view(db, "release_gate", {"candidate_version": request.partition_key})
+    harbor = sql[sql["site"] == "harbor"].iloc[0]
+    with duckdb.connect(str(db), read_only=True) as con:
+        (slices,) = con.execute("SELECT slices FROM newsbench.release_decision").fetchone()
+    site = next(s for s in json.loads(slices) if s["kind"] == "site" and s["value"] == "harbor")
+    assert harbor["candidate_success"] == pytest.approx(site["candidate"]["success"], abs=1e-4)
+    assert harbor["baseline_success"] == pytest.approx(site["baseline"]["success"], abs=1e-4)
+    assert harbor["paired_delta"] == pytest.approx(site["diff"]["diff"], abs=1e-4)
+    assert harbor["n_paired_tasks"] == site["diff"]["n_tasks"]
