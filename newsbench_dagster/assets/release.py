@@ -55,17 +55,31 @@ def _load_task_set(artifacts: ArtifactStoreResource, version: str) -> dict:
     return saved
 
 
+def _drifted(site_drift: pd.DataFrame) -> dict[str, list[str]]:
+    """Sites drifted on their latest assessed day (site -> reasons)."""
+    from newsbench_dagster.core.drift import drifted_sites
+
+    if site_drift.empty:
+        return {}
+    latest = site_drift.sort_values("day").groupby("site").tail(1)
+    return drifted_sites(records(latest, "site_drift"))
+
+
 @asset(
     partitions_def=agent_version_partitions,
     group_name="release",
     metadata=_META,
     kinds={"python", "duckdb", "chromium"},
-    # Held-out tasks are drawn from the recent days of every site.
-    ins={"news_tasks": AssetIn(partition_mapping=AllPartitionMapping())},
+    # Held-out tasks are drawn from the recent days of every site; drifted sites are marked.
+    ins={
+        "news_tasks": AssetIn(partition_mapping=AllPartitionMapping()),
+        "site_drift": AssetIn(partition_mapping=AllPartitionMapping()),
+    },
 )
 def candidate_runs(
     context: AssetExecutionContext,
     news_tasks: pd.DataFrame,
+    site_drift: pd.DataFrame,
     sites: SiteRegistryResource,
     agents: AgentRegistryResource,
     newsroom: NewsroomResource,
@@ -104,6 +118,7 @@ def candidate_runs(
             intents=release.intents,
             heldout_n=release.heldout_n,
             seed=release.seed,
+            drifted=_drifted(site_drift),
             warn=context.log.warning,
         )
     artifacts.store().put_json(
@@ -222,17 +237,12 @@ def release_decision(
     """The decision record: dataset revision, environment, model, prompt hash, adapter,
     policy, oracle version, sample counts, per-slice results with intervals, critical
     failures, verdict and reasons. The gates (asset checks) read it."""
-    from newsbench_dagster.core.drift import drifted_sites
-
     version = context.partition_key
     saved = _load_task_set(artifacts, version)
     manifest = {m.agent_version: m for m in load_manifests(agents.directory)}.get(version)
     if manifest is None:
         raise ValueError(f"agent version {version} has no manifest in {agents.directory}")
-    latest = (
-        site_drift.sort_values("day").groupby("site").tail(1) if len(site_drift) else site_drift
-    )
-    drifted = drifted_sites(records(latest, "site_drift"))
+    drifted = _drifted(site_drift)
     runs = records(candidate_runs, "candidate_runs")
     decision = decide(
         records(candidate_scores, "candidate_scores"),

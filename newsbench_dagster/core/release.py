@@ -135,6 +135,10 @@ def build_task_set(
         add(task, "heldout", {"accuracy": "gated", "safety": "gated"})
     for st in adversarial:
         add(st.task, "adversarial", dict(st.gating))
+    if drifted:  # the tasks themselves carry the mark too (run.json, the artifacts)
+        from newsbench_dagster.core.drift import mark_tasks
+
+        tasks = mark_tasks(tasks, drifted)
     counts = Counter(g["suite"] for g in gating.values())
     return TaskSet(
         tasks,
@@ -161,6 +165,7 @@ def plan_task_set(
     intents: Iterable[str] | None = None,
     heldout_n: int,
     seed: int,
+    drifted: dict[str, list[str]] | None = None,
     warn: Callable[[str], None] = lambda _: None,
 ) -> TaskSet:
     """The release task set for `sites` and `intents`: suites from `suites_dir`, held-out
@@ -192,6 +197,7 @@ def plan_task_set(
         heldout_n=heldout_n,
         seed=seed,
         sites=keys,
+        drifted=drifted,
     )
     task_set.description["heldout"]["source"] = source
     return task_set

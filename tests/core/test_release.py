@@ -283,3 +283,20 @@ def test_environment_failures_are_rerun_and_every_attempt_is_kept(after):
     assert len(reruns) == len(first) and all(s["counted"] for s in reruns)
     assert len({s["run_id"] for s in ev.scores}) == len(ev.scores)  # no attempt overwritten
     assert d["sample_counts"]["reruns"] == len(reruns)
+
+
+def test_tasks_of_a_drifted_site_are_marked_and_not_gated(harbor_today):
+    from newsbench_dagster.core.drift import gating_of
+    from newsbench_dagster.core.release import build_task_set
+    from newsbench_dagster.core.tasks import validate_task
+
+    _, tasks, _ = harbor_today
+    ts = build_task_set([], [], tasks, heldout_n=len(tasks), seed=0, drifted={"harbor": ["x"]})
+    assert ts.tasks and all(g["accuracy"] == "excluded" for g in ts.gating.values())
+    assert all(g["reason"] == "drift: harbor" for g in ts.gating.values())
+    assert all(gating_of(t)["accuracy"] == "excluded" for t in ts.tasks)
+    for t in ts.tasks:
+        validate_task(t)  # the mark keeps the task valid against its schema
+    clean = build_task_set([], [], tasks, heldout_n=len(tasks), seed=0)
+    assert {g["accuracy"] for g in clean.gating.values()} == {"gated"}
+    assert clean.revision != ts.revision  # the dataset revision says the tasks differ
