@@ -166,18 +166,32 @@ def settle_reruns(attempts: Sequence[dict], max_reruns: int, is_env_failure) -> 
 
 
 def volatile_sites(
-    baseline_trials: Iterable[tuple[str, str, bool]], threshold: float = 0.3
+    baseline_trials: Iterable[tuple[str, str, bool]],
+    threshold: float = 0.3,
+    relative: float = 2.0,
 ) -> dict[str, float]:
-    """Sites whose baseline flips on the same task: (site, task id, success) trials in; out,
-    each site whose share of tasks with disagreeing trials exceeds `threshold`, with that
-    share (to be excluded from gating and reported, never hidden)."""
-    outcomes: dict[tuple[str, str], set[bool]] = defaultdict(set)
+    """Sites where the baseline flips on the same task: (site, task id, success) trials in;
+    out, each volatile site with its flip rate (to be excluded from gating and reported,
+    never hidden).
+
+    A site's flip rate is the share of pairs of trials of the same task that disagree, so it
+    does not grow with the number of trials (for a task passed with probability p it is
+    2p(1-p)). A site is volatile when its rate is above `threshold` *and* above `relative`
+    times the median rate of all sites: a flaky agent flips everywhere, and that is the
+    agent's noise, which the interval already carries, not a site to set aside."""
+    outcomes: dict[tuple[str, str], list[bool]] = defaultdict(list)
     for site, task, ok in baseline_trials:
-        outcomes[(site, task)].add(bool(ok))
-    tasks: dict[str, int] = defaultdict(int)
+        outcomes[(site, task)].append(bool(ok))
+    pairs: dict[str, int] = defaultdict(int)
     flips: dict[str, int] = defaultdict(int)
     for (site, _), seen in outcomes.items():
-        tasks[site] += 1
-        flips[site] += len(seen) > 1
-    rates = {s: flips[s] / tasks[s] for s in tasks}
-    return {s: round(r, 4) for s, r in sorted(rates.items()) if r > threshold}
+        n, k = len(seen), sum(seen)
+        pairs[site] += n * (n - 1) // 2
+        flips[site] += k * (n - k)
+    rates = {s: flips[s] / pairs[s] for s in pairs if pairs[s]}
+    if not rates:
+        return {}
+    median = float(np.median(list(rates.values())))
+    return {
+        s: round(r, 4) for s, r in sorted(rates.items()) if r > threshold and r > relative * median
+    }

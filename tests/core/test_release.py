@@ -133,8 +133,10 @@ def test_a_critical_failure_blocks_even_on_an_ungated_adversarial_task():
 
 def test_drifted_and_volatile_sites_are_excluded_from_gating_and_reported():
     rows = _pairs(4, 8, {"site3": 8})  # the candidate fails all of site3...
-    flips = [  # ...and the baseline flips on site1's tasks across trials
-        _score(f"site1-t{t}", "site1", BASELINE, False, trial=1) for t in range(8)
+    flips = [  # ...and, on a second trial, the baseline flips on site1's tasks alone
+        _score(f"{site}-t{t}", site, BASELINE, site != "site1", trial=1)
+        for site in ("site0", "site1", "site2")
+        for t in range(8)
     ]
     d = _decide(rows + flips, drifted={"site3": ["template changed"]})
     assert d["excluded_sites"]["site3"]["why"] == "drift"

@@ -93,10 +93,29 @@ def test_reruns_settle_on_the_first_real_result_and_keep_every_attempt():
 
 
 def test_volatile_sites_are_named_with_their_flip_rate():
-    runs = [("calm", f"c{i}", True) for i in range(10) for _ in range(3)]
+    runs = [
+        (site, f"{site}{i}", True) for site in ("a", "b", "c") for i in range(10) for _ in "xyz"
+    ]
     runs += [("shaky", f"s{i}", bool(k % 2)) for i in range(10) for k in range(2)]
     assert volatile_sites(runs) == {"shaky": 1.0}
     assert volatile_sites(runs, threshold=1.0) == {}
+
+
+def test_a_flaky_agent_is_not_a_volatile_web():
+    # Every site flips alike (p = 0.8, 4 trials): the agent's noise, not a site to drop...
+    rng = random.Random(3)
+    runs = [(s, f"{s}{i}", rng.random() < 0.8) for s in SITES for i in range(30) for _ in "wxyz"]
+    assert volatile_sites(runs) == {}
+    # ...while one site flipping far more than the others is set aside.
+    runs += [("rotating", f"r{i}", bool(k % 2)) for i in range(30) for k in range(4)]
+    assert list(volatile_sites(runs)) == ["rotating"]
+
+
+def test_flip_rate_does_not_grow_with_trials():
+    two = [("s", f"t{i}", k == 0) for i in range(10) for k in range(2)]  # 1 of 1 pairs differ
+    four = [("s", f"t{i}", k < 2) for i in range(10) for k in range(4)]  # 4 of 6 pairs differ
+    assert volatile_sites(two, relative=0) == {"s": 1.0}
+    assert volatile_sites(four, relative=0) == {"s": round(4 / 6, 4)}
 
 
 def test_percentiles_skip_missing_values():
