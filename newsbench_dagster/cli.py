@@ -49,7 +49,8 @@ warnings.filterwarnings("ignore", message="You are using a Python version", cate
 
 # Tables stay readable when piped (rich would wrap them at 80 columns).
 console = Console(width=None if sys.stdout.isatty() else 140)
-err = Console(stderr=True)
+# Errors are never hard-wrapped: a path or URL broken over two lines cannot be copied.
+err = Console(stderr=True, soft_wrap=True)
 DEFAULT_PORT = 8411
 
 

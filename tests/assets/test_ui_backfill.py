@@ -69,13 +69,16 @@ def dagster_dev(tmp_path, newsroom):
         textwrap.dedent(f"""
         from newsbench_dagster.definitions import build_definitions
         from newsbench_dagster.resources import (
-            RESOURCES_LOCAL, ArtifactStoreResource, NewsroomResource, duckdb_warehouse)
+            RESOURCES_LOCAL, ArtifactStoreResource, BrowserResource, NewsroomResource,
+            duckdb_warehouse)
 
         defs = build_definitions({{
             **RESOURCES_LOCAL,
             "io_manager": duckdb_warehouse({str(tmp_path / "wh.duckdb")!r}),
             "artifacts": ArtifactStoreResource(root={str(tmp_path / "art")!r}),
             "newsroom": NewsroomResource(port={newsroom.port}),
+            # What is tested is the backfill; traces and screenshots are tested elsewhere.
+            "browser": BrowserResource(artifacts=[], screenshot=False),
         }})
     """)
     )
