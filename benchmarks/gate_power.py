@@ -160,6 +160,26 @@ def simulate(
     return d["verdict"]
 
 
+def coverage(population: list[dict], n_tasks: int, replicates: int, level: float = 0.90) -> None:
+    """How often the A/A interval holds the true difference (0), per bootstrap scheme: the
+    nominal rate is `level`; below it the gate blocks identical agents more than it says."""
+    from newsbench_dagster.core.stats import paired_difference
+
+    rng = np.random.default_rng(5)
+    held = {"cluster": 0, "stratified": 0}
+    for r in range(replicates):
+        cand, base, site = {}, {}, {}
+        for j, i in enumerate(rng.integers(0, len(population), n_tasks)):
+            p, t = population[i]["p"], f"t{j}"
+            cand[t], base[t] = list(rng.random(2) < p), list(rng.random(2) < p)
+            site[t] = population[i]["site"]
+        for scheme in held:
+            d = paired_difference(cand, base, site, draws=1000, seed=r, level=level, scheme=scheme)
+            held[scheme] += d.low <= 0 <= d.high
+    shares = ", ".join(f"{k} {v / replicates:.1%}" for k, v in held.items())
+    print(f"A/A coverage of the {level:.0%} interval, {n_tasks} tasks: {shares}")
+
+
 def _cell(k: int, n: int) -> str:
     lo, hi = wilson(k, n)
     return f"{k / n:.1%} [{lo:.1%}, {hi:.1%}]"
@@ -173,6 +193,7 @@ def main() -> None:
     ap.add_argument("--draws", type=int, default=1000, help="bootstrap resamples per interval")
     ap.add_argument("--sim-trials", type=int, default=2, help="trials per task and side")
     ap.add_argument("--interval", default="stratified", help="stratified | cluster")
+    ap.add_argument("--coverage", type=int, default=0, help="also: A/A interval coverage at N")
     ap.add_argument("--no-browser", action="store_true")
     args = ap.parse_args()
     sizes = [int(x) for x in args.sizes.split(",")]
@@ -208,6 +229,8 @@ def main() -> None:
             )
             if name not in needed and a_b / r <= 0.05 and w_b / r >= 0.95:
                 needed[name] = n
+    if args.coverage:
+        coverage(noisy(base), args.coverage, args.replicates)
     for name in ("measured", "noisy"):
         got = needed.get(name)
         print(
