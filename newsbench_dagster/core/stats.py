@@ -65,9 +65,10 @@ def paired_difference(
     a percentile bootstrap interval. None when no task was run by both.
 
     `scheme` "cluster" resamples whole clusters (sites) with replacement: right when the sites
-    are a sample of a larger web, but with a handful of clusters its intervals are far too
-    narrow (benchmarks/gate_power.py measures it). "stratified" resamples tasks within each
-    cluster: right when the clusters are the whole population, as the allowlist is."""
+    are a sample of a larger web, but with a handful of clusters its intervals are too narrow
+    (six sites: 85 % coverage for a nominal 90 %; `benchmarks/gate_power.py --coverage`).
+    "stratified" resamples tasks within each cluster: right when the clusters are the whole
+    population, as the allowlist is."""
     cand, base = _rates(candidate), _rates(baseline)
     tasks = sorted(set(cand) & set(base))
     if not tasks:
