@@ -901,7 +901,11 @@ def gate(
     if as_json:
         console.print_json(_json.dumps({**decision, "task_set": task_set.description}, default=str))
     else:
-        console.print(render_markdown(decision, {"dataset revision": task_set.revision}))
+        console.print(
+            render_markdown(decision, {"dataset revision": task_set.revision}),
+            markup=False,  # the Markdown has [brackets] rich would take for markup
+            highlight=False,
+        )
     raise typer.Exit(GATE_EXIT[decision["verdict"]])
 
 
@@ -939,7 +943,7 @@ def _gate_from_warehouse(database: Path, candidate: str, baseline: str, as_json:
             )
         )
     else:
-        console.print(markdown)
+        console.print(markdown, markup=False, highlight=False)
     raise typer.Exit(GATE_EXIT[verdict])
 
 

@@ -65,7 +65,7 @@ def _store(db, verdict: str, baseline: str, candidate: str, at: str) -> None:
                     "baseline_version": baseline,
                     "verdict": verdict,
                     "reasons": ["overall: candidate - baseline -0.2"],
-                    "markdown": f"## {verdict.upper()}",
+                    "markdown": f"## {verdict.upper()} [kept]",
                     "decided_at": at,
                 }
             ],
@@ -85,7 +85,7 @@ def test_gate_reads_the_stored_decision_and_checks_the_baseline(tmp_path):
     _store(db, "insufficient_evidence", base, cand, "2026-12-01T10:00:00Z")
     stored = CliRunner().invoke(app, args)
     assert stored.exit_code == 3, stored.output
-    assert "INSUFFICIENT_EVIDENCE" in stored.output
+    assert "INSUFFICIENT_EVIDENCE [kept]" in stored.output  # printed as stored, brackets too
 
     # A newer decision, against another baseline: not the one asked about.
     _store(db, "pass", "someone-else@1+0", cand, "2026-12-01T11:00:00Z")
