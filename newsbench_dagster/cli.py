@@ -744,6 +744,86 @@ def kpis(
     _print_kpis(date.fromisoformat(day) if day else _today())
 
 
+# -- recordings ------------------------------------------------------------------------------
+recording_app = typer.Typer(
+    help="Recordings (WARC 1.1): audit and index them.", no_args_is_help=True
+)
+app.add_typer(recording_app, name="recording")
+
+
+@app.command()
+def record(
+    urls: Annotated[list[str], typer.Argument(help="Start URLs, loaded in order.")],
+    out: Annotated[Path, typer.Option(help="The WARC file to write (.warc.gz).")],
+    port: Annotated[int, typer.Option(help="Newsroom port (for *.test sites).")] = DEFAULT_PORT,
+    settle_ms: Annotated[int, typer.Option(help="Wait after each load, ms.")] = 500,
+) -> None:
+    """Record pages into a WARC 1.1 file: every request Chromium makes and its response, a
+    page timeline and the recording clock. Cookies, authorization headers and credentials
+    are stripped before writing; the recording is then audited, and the command fails (exit
+    1) when a secret or a bot-check page remains."""
+    import asyncio
+
+    from newsbench_dagster.core.browser import BrowserOptions
+    from newsbench_dagster.core.recording import audit
+    from newsbench_dagster.core.recording import record as record_pages
+    from newsbench_dagster.core.sites import load_sites
+    from newsbench_dagster.paths import SITES_FILE
+    from newsbench_dagster.resources.newsroom import NewsroomResource
+
+    registry = load_sites(SITES_FILE)
+    with _running_newsroom(port):
+        routing = NewsroomResource(port=port).routing(registry.allowed_origins)
+        summary = asyncio.run(
+            record_pages(urls, out, BrowserOptions(routing=routing), settle_ms=settle_ms)
+        )
+    err.print(
+        f"{out}: {summary.exchanges} exchanges from {len(summary.pages)}/{len(urls)} pages; "
+        f"stripped {summary.stripped_headers} secret headers, "
+        f"redacted {summary.redacted_params} credential values"
+    )
+    for failure in summary.failures:
+        err.print(f"not recorded: {failure['url']}: {failure['error']}")
+    findings = audit(out)
+    for finding in findings:
+        err.print(f"audit: {finding}")
+    if findings or not summary.pages:
+        raise typer.Exit(1)
+
+
+@recording_app.command("audit")
+def recording_audit(path: Annotated[Path, typer.Argument(help="A WARC file.")]) -> None:
+    """Fail (exit 1) when a recording still holds a cookie, an authorization header or a
+    credential, or a page is a bot-check / CAPTCHA page; each finding names its record."""
+    from newsbench_dagster.core.recording import audit
+
+    try:
+        findings = audit(path)
+    except (OSError, ValueError) as e:
+        _fail(f"{path}: unreadable as WARC: {e}", 2)
+    for finding in findings:
+        console.print(str(finding), markup=False, highlight=False)
+    if findings:
+        err.print(f"{path}: {len(findings)} finding(s); the recording fails the audit")
+        raise typer.Exit(1)
+    err.print(f"{path}: clean")
+
+
+@recording_app.command("index")
+def recording_index(path: Annotated[Path, typer.Argument(help="A WARC file.")]) -> None:
+    """One JSON line per record: type, URL, date, status, offset and length in the file."""
+    import json as _json
+
+    from newsbench_dagster.core.recording import index
+
+    try:
+        entries = index(path)
+    except (OSError, ValueError) as e:
+        _fail(f"{path}: unreadable as WARC: {e}", 2)
+    for entry in entries:
+        print(_json.dumps(entry))
+
+
 # -- gate ------------------------------------------------------------------------------------
 GATE_EXIT = {"pass": 0, "block": 1, "insufficient_evidence": 3}
 

@@ -1,0 +1,339 @@
+"""Recordings: real pages captured once, as standard WARC 1.1 (warcio), for offline replay.
+
+The recorder drives Chromium through start URLs and writes every request and response it
+answers, with a page timeline (metadata records) and the recording clock (the warcinfo's
+`recording-clock`, and each record's WARC-Date). Nothing secret is written: cookies,
+authorization headers and credential-like query values are stripped before a byte reaches
+the file, and what was stripped is counted, never kept. `audit` re-reads a recording and
+fails it if a secret remains or a page is a bot-check / CAPTCHA page (a recording of the
+wall, not of the site).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from io import BytesIO
+from pathlib import Path
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from warcio.archiveiterator import ArchiveIterator
+from warcio.statusandheaders import StatusAndHeaders
+from warcio.warcwriter import WARCWriter
+
+WARC_VERSION = "WARC/1.1"
+# Headers that carry who the reader is: never recorded.
+SECRET_HEADERS = frozenset(
+    {
+        "cookie",
+        "set-cookie",
+        "set-cookie2",
+        "authorization",
+        "proxy-authorization",
+        "x-api-key",
+        "x-auth-token",
+        "x-csrf-token",
+        "x-xsrf-token",
+    }
+)
+# Query parameters whose value is a credential or identifies the reader.
+_SECRET_PARAM = re.compile(
+    r"(token|secret|passw|api[_-]?key|apikey|session|sessid|^sid$|auth|signature|^sig$)", re.I
+)
+_EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.-]+")
+REDACTED = "redacted"
+# Headers that describe the bytes on the wire, not the (decoded) body the recording keeps.
+_WIRE_HEADERS = frozenset({"content-encoding", "transfer-encoding", "content-length"})
+# A bot wall or CAPTCHA instead of the page: markers of the common challenge pages.
+_BOT_CHECK = re.compile(
+    r"(g-recaptcha|h-captcha|hcaptcha\.com|cf-challenge|challenge-platform|cf_chl_|"
+    r"are you a robot|verify you are (a )?human|unusual traffic from your computer|"
+    r"px-captcha|datadome)",
+    re.I,
+)
+
+
+def clean_url(url: str) -> tuple[str, int]:
+    """The URL with credential-like query values and e-mail addresses redacted; and how
+    many values were."""
+    parts = urlsplit(url)
+    if not parts.query:
+        return url, 0
+    pairs, n = [], 0
+    for k, v in parse_qsl(parts.query, keep_blank_values=True):
+        if v and (_SECRET_PARAM.search(k) or _EMAIL.search(v)):
+            v, n = REDACTED, n + 1
+        pairs.append((k, v))
+    return (urlunsplit(parts._replace(query=urlencode(pairs))) if n else url), n
+
+
+@dataclass
+class RecordingSummary:
+    path: str
+    started_at: str
+    exchanges: int = 0
+    pages: list[str] = field(default_factory=list)
+    stripped_headers: int = 0
+    redacted_params: int = 0
+    failures: list[dict] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+class WarcRecorder:
+    """Writes exchanges to a gzipped WARC 1.1 file, secrets stripped first."""
+
+    def __init__(self, path: str | Path, info: dict | None = None) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._file = open(self.path, "wb")  # noqa: SIM115 - closed by close()
+        self._writer = WARCWriter(self._file, gzip=True, warc_version=WARC_VERSION)
+        started = datetime.now(UTC)
+        self.summary = RecordingSummary(str(self.path), started.isoformat())
+        record = self._writer.create_warcinfo_record(
+            self.path.name,
+            {
+                "software": "newsbench recorder (warcio)",
+                "format": "WARC File Format 1.1",
+                "recording-clock": started.isoformat(),
+                **(info or {}),
+            },
+        )
+        self._writer.write_record(record)
+
+    def exchange(
+        self,
+        method: str,
+        url: str,
+        request_headers: list[tuple[str, str]],
+        request_body: bytes | None,
+        status: int,
+        reason: str,
+        response_headers: list[tuple[str, str]],
+        body: bytes,
+    ) -> None:
+        url, n_params = clean_url(url)
+        req_headers = [(k, v) for k, v in request_headers if k.lower() not in SECRET_HEADERS]
+        resp_headers = [
+            (k, v)
+            for k, v in response_headers
+            if k.lower() not in SECRET_HEADERS and k.lower() not in _WIRE_HEADERS
+        ]
+        self.summary.stripped_headers += (len(request_headers) - len(req_headers)) + sum(
+            k.lower() in SECRET_HEADERS for k, _ in response_headers
+        )
+        self.summary.redacted_params += n_params
+        resp_headers.append(("Content-Length", str(len(body))))
+        response = self._writer.create_warc_record(
+            url,
+            "response",
+            payload=BytesIO(body),
+            length=len(body),
+            http_headers=StatusAndHeaders(
+                f"{status} {reason or ''}".strip(), resp_headers, protocol="HTTP/1.1"
+            ),
+        )
+        parts = urlsplit(url)
+        target = parts.path + (f"?{parts.query}" if parts.query else "") or "/"
+        req_body = request_body or b""
+        request = self._writer.create_warc_record(
+            url,
+            "request",
+            payload=BytesIO(req_body),
+            length=len(req_body),
+            http_headers=StatusAndHeaders(
+                f"{method} {target} HTTP/1.1",
+                [("Host", parts.netloc), *[(k, v) for k, v in req_headers if k.lower() != "host"]],
+                is_http_request=True,
+            ),
+        )
+        request.rec_headers.add_header(
+            "WARC-Concurrent-To", response.rec_headers.get_header("WARC-Record-ID")
+        )
+        self._writer.write_record(response)
+        self._writer.write_record(request)
+        self.summary.exchanges += 1
+
+    def timeline(self, page_url: str, entry: dict) -> None:
+        """A page event (navigation, load, failure) as a metadata record, on the recording
+        clock (`t` seconds since the recording started)."""
+        url, _ = clean_url(page_url)
+        body = json.dumps(entry, default=str).encode()
+        record = self._writer.create_warc_record(
+            url,
+            "metadata",
+            payload=BytesIO(body),
+            length=len(body),
+            warc_content_type="application/json",
+        )
+        self._writer.write_record(record)
+
+    def close(self) -> RecordingSummary:
+        self._file.close()
+        return self.summary
+
+
+async def record(
+    urls: Sequence[str],
+    out: str | Path,
+    options,
+    *,
+    settle_ms: int = 500,
+    info: dict | None = None,
+) -> RecordingSummary:
+    """Load each start URL in Chromium (`options`: a `core.browser.BrowserOptions`) and write
+    every request the pages make, and its response, to `out`."""
+    from playwright.async_api import Error as PlaywrightError
+    from playwright.async_api import async_playwright
+
+    recorder = WarcRecorder(out, info)
+    t0 = asyncio.get_running_loop().time()
+
+    def clock() -> float:
+        return round(asyncio.get_running_loop().time() - t0, 3)
+
+    pending: set[asyncio.Task] = set()
+
+    async def keep(req) -> None:
+        # What the browser itself fetched (its resolver, proxy and cache rules), read after
+        # the fact: the recorder never fetches anything the page did not.
+        try:
+            resp = await req.response()
+            if resp is None:
+                return
+            try:
+                body = await resp.body()
+            except PlaywrightError:  # redirects and aborted loads have no body
+                body = b""
+            recorder.exchange(
+                req.method,
+                req.url,
+                list((await req.all_headers()).items()),
+                req.post_data_buffer,
+                resp.status,
+                resp.status_text,
+                [(h["name"], h["value"]) for h in await resp.headers_array()],
+                body,
+            )
+        except PlaywrightError as e:
+            recorder.summary.failures.append({"url": req.url, "error": str(e)[:200]})
+
+    def on_finished(req) -> None:
+        task = asyncio.ensure_future(keep(req))
+        pending.add(task)
+        task.add_done_callback(pending.discard)
+
+    def on_failed(req) -> None:
+        recorder.summary.failures.append({"url": req.url, "error": req.failure or "failed"})
+
+    try:
+        async with async_playwright() as pw:
+            browser = await pw.chromium.launch(**options.launch_kwargs())
+            context = await browser.new_context(**options.context_kwargs())
+            context.on("requestfinished", on_finished)
+            context.on("requestfailed", on_failed)
+            page = await context.new_page()
+            for url in urls:
+                recorder.timeline(url, {"event": "navigate", "url": url, "t": clock()})
+                try:
+                    resp = await page.goto(url, wait_until="load")
+                    await page.wait_for_timeout(settle_ms)
+                    recorder.timeline(
+                        url,
+                        {
+                            "event": "loaded",
+                            "url": page.url,
+                            "status": resp.status if resp else None,
+                            "title": await page.title(),
+                            "t": clock(),
+                        },
+                    )
+                    recorder.summary.pages.append(url)
+                except PlaywrightError as e:
+                    recorder.timeline(url, {"event": "failed", "error": str(e)[:200], "t": clock()})
+                    recorder.summary.failures.append({"url": url, "error": str(e)[:200]})
+            while pending:  # bodies still being read
+                await asyncio.gather(*list(pending))
+            await browser.close()
+    finally:
+        summary = recorder.close()
+    return summary
+
+
+# -- reading ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Finding:
+    offset: int
+    url: str
+    kind: str  # cookie | authorization | credential_param | bot_check
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.kind} at offset {self.offset} ({self.url}): {self.detail}"
+
+
+def _warc_records(f, path):
+    """warcio's iterator, refusing what is not WARC (it reads junk as an ARC record)."""
+    from warcio.exceptions import ArchiveLoadFailed
+
+    it = ArchiveIterator(f)
+    try:
+        for rec in it:
+            if rec.format != "warc":
+                raise ValueError(f"{path}: not a WARC file (record read as {rec.format!r})")
+            yield it, rec
+    except ArchiveLoadFailed as e:
+        raise ValueError(f"{path}: not a readable WARC file: {e}") from e
+
+
+def index(path: str | Path) -> list[dict]:
+    """One entry per record: type, target URI, date, offset and length in the file."""
+    out = []
+    with open(path, "rb") as f:
+        for it, rec in _warc_records(f, path):
+            entry = {
+                "type": rec.rec_type,
+                "url": rec.rec_headers.get_header("WARC-Target-URI"),
+                "date": rec.rec_headers.get_header("WARC-Date"),
+                "offset": it.get_record_offset(),
+            }
+            if rec.http_headers is not None and rec.rec_type == "response":
+                entry["status"] = rec.http_headers.get_statuscode()
+            rec.content_stream().read()
+            entry["length"] = it.get_record_length()
+            out.append(entry)
+    return out
+
+
+def audit(path: str | Path) -> list[Finding]:
+    """Every secret left in a recording, and every page that is a bot wall; empty = clean."""
+    found: list[Finding] = []
+    with open(path, "rb") as f:
+        for it, rec in _warc_records(f, path):
+            # The body first: asking the iterator for the offset ends the record's stream.
+            body = rec.content_stream().read()
+            offset, url = it.get_record_offset(), rec.rec_headers.get_header("WARC-Target-URI")
+            if rec.http_headers is not None and rec.rec_type in ("request", "response"):
+                for name, _ in rec.http_headers.headers:
+                    low = name.lower()
+                    if low in ("cookie", "set-cookie", "set-cookie2"):
+                        found.append(Finding(offset, url, "cookie", f"{name} header"))
+                    elif low in SECRET_HEADERS:
+                        found.append(Finding(offset, url, "authorization", f"{name} header"))
+            if url and clean_url(url)[1]:
+                found.append(Finding(offset, url, "credential_param", "credential in the URL"))
+            if rec.rec_type == "response" and body:
+                ctype = (
+                    rec.http_headers.get_header("Content-Type") or "" if rec.http_headers else ""
+                )
+                text = body[:200_000].decode("utf-8", "replace")
+                if "html" in ctype.lower() and (m := _BOT_CHECK.search(text)):
+                    found.append(
+                        Finding(offset, url, "bot_check", f"challenge page: {m.group(0)!r}")
+                    )
+    return found

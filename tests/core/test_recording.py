@@ -1,0 +1,139 @@
+"""Recordings (issue 7, first part): the newsroom recorded by real Chromium into WARC 1.1
+that warcio's own reader opens and indexes; secrets stripped before writing; the audit fails
+a recording that still holds a cookie, an Authorization header or a bot-check page."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+from io import BytesIO
+
+import pytest
+from typer.testing import CliRunner
+from warcio.archiveiterator import ArchiveIterator
+from warcio.statusandheaders import StatusAndHeaders
+from warcio.warcwriter import WARCWriter
+
+from newsbench_dagster.cli import app
+from newsbench_dagster.core.browser import BrowserOptions
+from newsbench_dagster.core.network import Routing
+from newsbench_dagster.core.recording import audit, clean_url, index, record
+
+
+@pytest.fixture(scope="module")
+def recording(newsroom_server, tmp_path_factory):
+    """The harbor front page and its newest article, recorded once for the module."""
+    path = tmp_path_factory.mktemp("rec") / "harbor.warc.gz"
+    options = BrowserOptions(routing=Routing.via_proxy(newsroom_server.address))
+    summary = asyncio.run(record(["http://harbor-herald.test/"], path, options, settle_ms=200))
+    return path, summary
+
+
+def test_the_recording_is_standard_warc_that_warcio_reads_and_indexes(recording):
+    path, summary = recording
+    assert summary.pages == ["http://harbor-herald.test/"] and summary.exchanges >= 1
+    with open(path, "rb") as f:
+        records = [
+            (r.rec_headers.protocol, r.rec_type, r.rec_headers.get_header("WARC-Target-URI"))
+            for r in ArchiveIterator(f)
+        ]
+    assert {p for p, _, _ in records} == {"WARC/1.1"}
+    kinds = [t for _, t, _ in records]
+    assert kinds[0] == "warcinfo" and "response" in kinds and "request" in kinds
+    assert ("WARC/1.1", "response", "http://harbor-herald.test/") in records
+    # The index's offsets open each record on its own (random access, as replay needs).
+    entries = index(path)
+    front = next(e for e in entries if e["type"] == "response" and e["url"].endswith(".test/"))
+    with open(path, "rb") as f:
+        f.seek(front["offset"])
+        rec = next(iter(ArchiveIterator(f)))
+        assert rec.rec_headers.get_header("WARC-Target-URI") == "http://harbor-herald.test/"
+        assert b"<html" in rec.content_stream().read().lower()
+    # The timeline and the recording clock are in the file.
+    assert [e["type"] for e in entries].count("metadata") == 2
+    with open(path, "rb") as f:
+        info = next(iter(ArchiveIterator(f))).content_stream().read().decode()
+    assert "recording-clock: " + summary.started_at in info
+
+
+def test_secrets_are_stripped_before_writing_and_the_audit_passes(recording):
+    path, summary = recording
+    assert summary.stripped_headers >= 1  # the newsroom sets a reader cookie
+    with gzip.open(path) as f:
+        raw = f.read().lower()
+    assert b"set-cookie" not in raw and b"\ncookie:" not in raw
+    assert audit(path) == []
+
+
+def _warc(tmp_path, name: str, records: list[tuple[str, list, bytes, str]]):
+    path = tmp_path / name
+    with open(path, "wb") as f:
+        w = WARCWriter(f, gzip=True, warc_version="WARC/1.1")
+        for kind, headers, body, status in records:
+            http = StatusAndHeaders(
+                status, headers, protocol="HTTP/1.1", is_http_request=kind == "request"
+            )
+            w.write_record(
+                w.create_warc_record(
+                    "http://harbor-herald.test/",
+                    kind,
+                    payload=BytesIO(body),
+                    length=len(body),
+                    http_headers=http,
+                )
+            )
+    return path
+
+
+def test_the_audit_fails_a_recording_with_a_cookie_or_an_authorization_header(tmp_path):
+    leaky = _warc(
+        tmp_path,
+        "leaky.warc.gz",
+        [
+            (
+                "request",
+                [("Cookie", "nb_reader=abc"), ("Authorization", "Bearer x")],
+                b"",
+                "GET / HTTP/1.1",
+            ),
+            ("response", [("Content-Type", "text/html")], b"<html>ok</html>", "200 OK"),
+        ],
+    )
+    kinds = sorted(f.kind for f in audit(leaky))
+    assert kinds == ["authorization", "cookie"]
+    result = CliRunner().invoke(app, ["recording", "audit", str(leaky)])
+    assert result.exit_code == 1 and "Authorization header" in result.stdout
+
+
+def test_the_audit_fails_a_bot_check_page_and_passes_a_clean_one(tmp_path):
+    wall = _warc(
+        tmp_path,
+        "wall.warc.gz",
+        [
+            (
+                "response",
+                [("Content-Type", "text/html")],
+                b'<html><div class="g-recaptcha"></div>Are you a robot?</html>',
+                "200 OK",
+            )
+        ],
+    )
+    assert [f.kind for f in audit(wall)] == ["bot_check"]
+    clean = _warc(
+        tmp_path,
+        "clean.warc.gz",
+        [("response", [("Content-Type", "text/html")], b"<html>news</html>", "200 OK")],
+    )
+    assert audit(clean) == []
+    assert CliRunner().invoke(app, ["recording", "audit", str(clean)]).exit_code == 0
+    bad = tmp_path / "not.warc.gz"
+    bad.write_bytes(b"not a warc at all")
+    broken = CliRunner().invoke(app, ["recording", "audit", str(bad)])
+    assert broken.exit_code == 2 and "not.warc.gz" in broken.output
+
+
+def test_credential_values_and_emails_in_urls_are_redacted():
+    url, n = clean_url("http://x.test/a?id=7&session_id=s3cr3t&email=a%40b.org&utm_source=rss")
+    assert n == 2 and "s3cr3t" not in url and "a%40b.org" not in url
+    assert "id=7" in url and "utm_source=rss" in url
+    assert clean_url("http://x.test/a?page=2") == ("http://x.test/a?page=2", 0)
