@@ -1,0 +1,107 @@
+"""Replay matching by rules (issue 7): noise parameters, page identity, a re-worded search
+and repeated requests are answered and tagged; a state-changing request for a different
+item is a miss; analytics are blocked; hand-written rules win over inferred ones."""
+
+from __future__ import annotations
+
+from newsbench_dagster.core.replay import Exchange, Matcher, Rules, coverage, exchanges_from_warc
+
+H = "http://harbor-herald.test"
+RECORDED = [
+    Exchange("GET", f"{H}/", order=0, response="front"),
+    Exchange("GET", f"{H}/news/city/mayor-opens-bridge-123", order=1, response="article"),
+    Exchange("GET", f"{H}/search?q=harbor+bridge+vote", order=2, response="search"),
+    Exchange("GET", f"{H}/fragments/most-read", order=3, response="most-read 1"),
+    Exchange("GET", f"{H}/fragments/most-read", order=4, response="most-read 2"),
+    Exchange(
+        "POST",
+        f"{H}/newsletter",
+        body=b"newsletter=morning&email=r%40x.test&csrf=abc",
+        order=5,
+        response="signed up",
+    ),
+]
+
+
+def matcher(*files) -> Matcher:
+    return Matcher(RECORDED, Rules.load(*files))
+
+
+def test_the_same_request_is_exact():
+    d = matcher().match("GET", f"{H}/")
+    assert (d.tag, d.exchange.response) == ("exact", "front")
+
+
+def test_changed_noise_parameters_are_fuzzy_with_the_rules_named():
+    d = matcher().match("GET", f"{H}/?utm_source=rss&t=1733050000&session_id=zz")
+    assert (d.tag, d.exchange.response) == ("fuzzy", "front")
+    assert "generic:drop utm_*" in d.rule and "generic:drop t" in d.rule
+    assert "generic:drop *session*" in d.rule
+    # A parameter that identifies content is kept: another page is a miss.
+    assert matcher().match("GET", f"{H}/?page=2").tag == "miss"
+
+
+def test_url_variants_of_one_article_collapse_to_its_id():
+    d = matcher().match("GET", f"{H}/news/city/mayor-opens-new-bridge-123")
+    assert (d.tag, d.exchange.response) == ("fuzzy", "article")
+    assert "page /news/{1}" in d.rule
+    assert matcher().match("GET", f"{H}/news/city/mayor-opens-bridge-124").tag == "miss"
+
+
+def test_a_reworded_search_matches_by_its_words():
+    d = matcher().match("GET", f"{H}/search?q=bridge+vote+harbor+council")
+    assert (d.tag, d.exchange.response) == ("search", "search")
+    assert "similarity 0.75" in d.rule
+    assert matcher().match("GET", f"{H}/search?q=weather+tomorrow").tag == "miss"
+
+
+def test_repeated_requests_are_served_in_recorded_order():
+    m = matcher()
+    got = [m.match("GET", f"{H}/fragments/most-read").exchange.response for _ in range(3)]
+    assert got == ["most-read 1", "most-read 2", "most-read 2"]
+
+
+def test_a_state_change_matches_on_the_fields_that_matter_only():
+    m = matcher()
+    same = m.match("POST", f"{H}/newsletter", b"newsletter=morning&email=r%40x.test&csrf=zzz")
+    assert (same.tag, same.exchange.response) == ("fuzzy", "signed up")
+    other = m.match("POST", f"{H}/newsletter", b"newsletter=evening&email=r%40x.test&csrf=abc")
+    assert other.tag == "miss" and other.exchange is None
+
+
+def test_analytics_are_blocked_and_the_log_is_a_coverage_report():
+    m = matcher()
+    assert m.match("GET", f"{H}/t/pixel.gif?r=1").tag == "blocked"
+    m.match("GET", f"{H}/nowhere")
+    m.match("GET", f"{H}/")
+    report = coverage(m.log)
+    assert report["counts"] == {"blocked": 1, "miss": 1, "exact": 1}
+    assert report["misses"] == [f"{H}/nowhere"]
+
+
+def test_hand_written_rules_win_over_inferred_ones(tmp_path):
+    inferred = tmp_path / "inferred.yaml"
+    inferred.write_text(
+        "source: inferred\nsites:\n  harbor-herald.test:\n    drop_params: [page]\n"
+    )
+    assert matcher(inferred).match("GET", f"{H}/?page=2").tag == "fuzzy"  # inferred: noise
+    hand = tmp_path / "hand.yaml"
+    hand.write_text("sites:\n  harbor-herald.test:\n    keep_params: [page]\n")
+    assert matcher(inferred, hand).match("GET", f"{H}/?page=2").tag == "miss"  # hand wins
+
+
+def test_exchanges_are_read_from_a_recorded_warc(newsroom_server, tmp_path):
+    import asyncio
+
+    from newsbench_dagster.core.browser import BrowserOptions
+    from newsbench_dagster.core.network import Routing
+    from newsbench_dagster.core.recording import record
+
+    path = tmp_path / "h.warc.gz"
+    options = BrowserOptions(routing=Routing.via_proxy(newsroom_server.address))
+    asyncio.run(record([f"{H}/"], path, options, settle_ms=100))
+    recorded = exchanges_from_warc(path)
+    m = Matcher(recorded, Rules.load())
+    d = m.match("GET", f"{H}/?utm_medium=email")
+    assert d.tag == "fuzzy" and isinstance(d.exchange.response, int)  # the record's offset
+    assert {e.method for e in recorded} == {"GET"}
