@@ -824,6 +824,38 @@ def recording_index(path: Annotated[Path, typer.Argument(help="A WARC file.")]) 
         print(_json.dumps(entry))
 
 
+replay_app = typer.Typer(help="Replay of recordings: matching rules.", no_args_is_help=True)
+app.add_typer(replay_app, name="replay")
+
+
+@replay_app.command("suggest-rules")
+def replay_suggest_rules(
+    path: Annotated[Path, typer.Argument(help="A WARC file (ours or another tool's).")],
+    out: Annotated[
+        Path | None, typer.Option(help="Write the rules here (default: stdout).")
+    ] = None,
+) -> None:
+    """Infer replay rules from a recording, to review: parameters that changed between loads
+    without changing the response, canonical-id patterns, beacon endpoints. The file says
+    `source: inferred`; hand-written rules win over it."""
+    import yaml
+
+    from newsbench_dagster.core.replay import exchanges_from_warc, suggest_rules
+
+    try:
+        rules = suggest_rules(exchanges_from_warc(path))
+    except (OSError, ValueError) as e:
+        _fail(f"{path}: unreadable as WARC: {e}", 2)
+    text = "# Inferred by `newsbench replay suggest-rules`: review before use.\n" + yaml.safe_dump(
+        rules, sort_keys=False, allow_unicode=True
+    )
+    if out:
+        out.write_text(text, encoding="utf-8")
+        err.print(f"{out}: rules for {len(rules['sites'])} site(s)")
+    else:
+        print(text, end="")
+
+
 # -- gate ------------------------------------------------------------------------------------
 GATE_EXIT = {"pass": 0, "block": 1, "insufficient_evidence": 3}
 

@@ -34,6 +34,10 @@ class Exchange:
     body: bytes = b""
     order: int = 0  # position in the recording
     response: Any = None  # the response record's offset, or the response itself
+    digest: str | None = None  # the response payload's digest (WARC-Payload-Digest)
+    status: int | None = None
+    content_type: str = ""
+    length: int = 0
 
 
 @dataclass
@@ -198,27 +202,102 @@ class Matcher:
 
 def exchanges_from_warc(path: str | Path) -> list[Exchange]:
     """The recorded requests of a WARC (ours or another tool's), each with its response
-    record's offset, in recorded order."""
+    record's offset and payload digest, in recorded order."""
     from newsbench_dagster.core.recording import _warc_records
 
     requests: dict[str, tuple[str, str, bytes]] = {}
-    responses: list[tuple[str, str, int]] = []  # (record id, url, offset)
+    responses: list[dict] = []
     with open(path, "rb") as f:
         for it, rec in _warc_records(f, path):
             body = rec.content_stream().read()
             offset = it.get_record_offset()
             url = rec.rec_headers.get_header("WARC-Target-URI")
             if rec.rec_type == "request" and rec.http_headers is not None:
-                method = rec.http_headers.protocol  # "GET /path HTTP/1.1": the method first
+                method = rec.http_headers.protocol  # warcio keeps a request's method here
                 to = rec.rec_headers.get_header("WARC-Concurrent-To")
                 requests[to or url] = (method.split(" ")[0], url, body)
             elif rec.rec_type == "response":
-                responses.append((rec.rec_headers.get_header("WARC-Record-ID"), url, offset))
+                http = rec.http_headers
+                responses.append(
+                    {
+                        "id": rec.rec_headers.get_header("WARC-Record-ID"),
+                        "url": url,
+                        "offset": offset,
+                        "digest": rec.rec_headers.get_header("WARC-Payload-Digest"),
+                        "status": int(http.get_statuscode()) if http else None,
+                        "content_type": (http.get_header("Content-Type") or "") if http else "",
+                        "length": len(body),
+                    }
+                )
     out = []
-    for order, (rid, url, offset) in enumerate(responses):
-        method, _, body = requests.get(rid) or requests.get(url) or ("GET", url, b"")
-        out.append(Exchange(method, url, body, order, offset))
+    for order, r in enumerate(responses):
+        method, _, body = requests.get(r["id"]) or requests.get(r["url"]) or ("GET", r["url"], b"")
+        out.append(
+            Exchange(
+                method,
+                r["url"],
+                body,
+                order,
+                r["offset"],
+                r["digest"],
+                r["status"],
+                r["content_type"],
+                r["length"],
+            )
+        )
     return out
+
+
+def suggest_rules(exchanges: Sequence[Exchange]) -> dict:
+    """Rules inferred from a recording (`source: inferred`, to be reviewed): query
+    parameters whose value changed between loads of one path while the response did not;
+    canonical ids (paths that differ but end in the same number and serve the same bytes);
+    beacon endpoints (tiny images, empty 204s)."""
+    by_path: dict[tuple[str, str], list[Exchange]] = defaultdict(list)
+    by_digest: dict[str, list[Exchange]] = defaultdict(list)
+    blocks: set[str] = set()
+    for ex in exchanges:
+        if ex.method.upper() != "GET":
+            continue
+        parts = urlsplit(ex.url)
+        by_path[(parts.netloc.lower(), parts.path)].append(ex)
+        if ex.digest:
+            by_digest[ex.digest].append(ex)
+        tiny_image = ex.content_type.startswith("image/") and ex.length <= 100
+        if ex.status == 204 or tiny_image:
+            blocks.add("^" + re.escape(parts.path) + "$")
+    sites: dict[str, dict] = defaultdict(lambda: {"drop_params": set(), "page_identity": []})
+    for (host, _), loads in by_path.items():
+        same: dict[str, list[Exchange]] = defaultdict(list)
+        for ex in loads:
+            same[ex.digest or ex.url].append(ex)
+        for group in same.values():
+            values: dict[str, set[str]] = defaultdict(set)
+            for ex in group:
+                for k, v in parse_qsl(urlsplit(ex.url).query, keep_blank_values=True):
+                    values[k].add(v)
+            if len(group) > 1:
+                sites[host]["drop_params"] |= {k for k, vs in values.items() if len(vs) > 1}
+    for group in by_digest.values():
+        paths = {(urlsplit(e.url).netloc.lower(), urlsplit(e.url).path) for e in group}
+        ids = {
+            re.search(r"(\d+)$", p).group(1) if re.search(r"(\d+)$", p) else None for _, p in paths
+        }
+        if len(paths) > 1 and len(ids) == 1 and None not in ids:
+            host, path = sorted(paths)[0]
+            first = path.strip("/").split("/")[0]
+            rule = {"pattern": f"^/{re.escape(first)}/.*?(\\d+)$", "key": f"/{first}/{{1}}"}
+            if rule not in sites[host]["page_identity"]:
+                sites[host]["page_identity"].append(rule)
+    return {
+        "source": "inferred",
+        "generic": {"block_paths": sorted(blocks)},
+        "sites": {
+            h: {k: sorted(v) if isinstance(v, set) else v for k, v in site.items() if v}
+            for h, site in sorted(sites.items())
+            if site["drop_params"] or site["page_identity"]
+        },
+    }
 
 
 def coverage(log: Iterable[dict]) -> dict[str, Any]:

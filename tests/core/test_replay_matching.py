@@ -105,3 +105,50 @@ def test_exchanges_are_read_from_a_recorded_warc(newsroom_server, tmp_path):
     d = m.match("GET", f"{H}/?utm_medium=email")
     assert d.tag == "fuzzy" and isinstance(d.exchange.response, int)  # the record's offset
     assert {e.method for e in recorded} == {"GET"}
+
+
+def test_rules_are_inferred_from_a_recording_and_the_cli_writes_them(tmp_path):
+    from io import BytesIO
+
+    import yaml
+    from typer.testing import CliRunner
+    from warcio.statusandheaders import StatusAndHeaders
+    from warcio.warcwriter import WARCWriter
+
+    from newsbench_dagster.cli import app
+    from newsbench_dagster.core.replay import suggest_rules
+
+    path = tmp_path / "loads.warc.gz"
+    front, story = b"<html>front</html>", b"<html>story 42</html>"
+    pixel = b"GIF89a\x01\x00\x01\x00"
+    loads = [
+        (f"{H}/?cb=111", front, "text/html"),
+        (f"{H}/?cb=222", front, "text/html"),  # another cache-buster, the same bytes
+        (f"{H}/?page=2", b"<html>page two</html>", "text/html"),
+        (f"{H}/news/city/old-title-42", story, "text/html"),
+        (f"{H}/news/city/new-title-42", story, "text/html"),  # one story, two slugs
+        (f"{H}/px.gif?r=9", pixel, "image/gif"),
+    ]
+    with open(path, "wb") as f:
+        w = WARCWriter(f, gzip=True, warc_version="WARC/1.1")
+        for url, body, ctype in loads:
+            http = StatusAndHeaders("200 OK", [("Content-Type", ctype)], protocol="HTTP/1.1")
+            w.write_record(
+                w.create_warc_record(
+                    url, "response", payload=BytesIO(body), length=len(body), http_headers=http
+                )
+            )
+    rules = suggest_rules(exchanges_from_warc(path))
+    site = rules["sites"]["harbor-herald.test"]
+    assert site["drop_params"] == ["cb"]  # `page` changed the bytes: it identifies content
+    assert site["page_identity"] == [{"pattern": r"^/news/.*?(\d+)$", "key": "/news/{1}"}]
+    assert rules["generic"]["block_paths"] == [r"^/px\.gif$"]
+    out = tmp_path / "inferred.yaml"
+    result = CliRunner().invoke(app, ["replay", "suggest-rules", str(path), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert yaml.safe_load(out.read_text())["source"] == "inferred"
+    # The inferred file works as rules: the cache-buster no longer splits the front page.
+    recorded = exchanges_from_warc(path)
+    m = Matcher(recorded, Rules.load(out))
+    assert m.match("GET", f"{H}/?cb=999").tag == "fuzzy"
+    assert m.match("GET", f"{H}/news/city/third-title-42").exchange.url.endswith("-42")
