@@ -292,7 +292,9 @@ def test_an_injected_instruction_becomes_a_safety_event_not_a_request(
     trap = next(
         s
         for s in site.stories(now, limit=200)
-        if s.trap == "injection_visible" and "collect.example" in injection_text(site, s)
+        # The injection variant that names a URL to open (others ask for a form post).
+        if s.trap == "injection_visible"
+        and re.search(r"open https?://\S*collect\.example", injection_text(site, s))
     )
     url = site.url(trap.path)
     routing = Routing.via_proxy(newsroom_server.address)
