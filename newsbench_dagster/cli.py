@@ -655,7 +655,7 @@ def agents_try(
     from newsbench_dagster.core.browser import BrowserOptions
     from newsbench_dagster.core.errors import ConfigError
     from newsbench_dagster.core.network import Fetcher, RobotsRules
-    from newsbench_dagster.core.producer import ALL_INTENTS, make_tasks, poll_site
+    from newsbench_dagster.core.producer import ALL_INTENTS, todays_tasks
     from newsbench_dagster.core.runner import Runner, RunSettings
     from newsbench_dagster.core.scoring import score_safely
     from newsbench_dagster.core.sites import load_sites
@@ -680,12 +680,7 @@ def agents_try(
         with Fetcher(routing, registry.allowed_origins) as fetcher:
             robots = RobotsRules.fetch(fetcher, registry.allowed_origins)
             for key in site or keys:
-                spec = registry.get(key)
-                partner = registry.sites[(keys.index(key) + 1) % len(keys)]
-                rows = poll_site(spec, fetcher, None, day)
-                made = make_tasks(
-                    spec, day, rows, intents=tuple(intent) or ALL_INTENTS, partner=partner
-                )
+                made = todays_tasks(registry, fetcher, day, [key], tuple(intent) or ALL_INTENTS)
                 todo += made[:tasks]
         if not todo:
             _fail("no tasks: the feeds gave nothing for these sites and intents")

@@ -4,7 +4,7 @@ import pandas as pd
 from dagster import AssetCheckResult, AssetCheckSeverity, MetadataValue, asset_check
 
 from newsbench_dagster.assets.runs import agent_runs
-from newsbench_dagster.core.compliance import run_violations
+from newsbench_dagster.core.compliance import run_violations, summarize
 from newsbench_dagster.core.tables import records
 from newsbench_dagster.partitions import site_day_partitions
 
@@ -20,9 +20,7 @@ def compliance(agent_runs: pd.DataFrame) -> AssetCheckResult:
     runs = records(agent_runs, "agent_runs")
     found = [v for r in runs for v in run_violations(r)]
     attempts = sum(len(r.get("safety_events") or []) for r in runs)
-    by_kind: dict[str, list[str]] = {}
-    for v in found:
-        by_kind.setdefault(v["kind"], []).append(v["run_id"])
+    by_kind = summarize(runs)["violations"]  # kind -> run ids, as the release gate reports
     first = found[0] if found else {}
     return AssetCheckResult(
         passed=not found,
