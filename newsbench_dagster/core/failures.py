@@ -21,6 +21,9 @@ class EnvFailure(StrEnum):
     HARNESS_ERROR = "harness_error"
     MODEL_UNAVAILABLE = "model_unavailable"  # a model agent's endpoint could not be used
     SCORER_ERROR = "scorer_error"  # the scorer raised: kept next to the agent's own error
+    # A replayed run asked for something the recording does not hold: a to-do for the next
+    # recording, never the agent's failure.
+    REPLAY_GAP = "replay_gap"
 
 
 class AgentFailure(StrEnum):

@@ -70,6 +70,12 @@ class Routing(BaseModel):
         hosts = sorted({urlsplit(o).hostname for o in allowed_origins if urlsplit(o).hostname})
         return cls(resolver_rules=" , ".join(["MAP * ~NOTFOUND", *(f"EXCLUDE {h}" for h in hosts)]))
 
+    @classmethod
+    def offline(cls) -> Routing:
+        """Replay: the browser resolves no host at all; every answer comes from the
+        recording, through request interception."""
+        return cls(resolver_rules="MAP * ~NOTFOUND")
+
     def chromium_args(self) -> list[str]:
         return [f"--host-resolver-rules={self.resolver_rules}"] if self.resolver_rules else []
 

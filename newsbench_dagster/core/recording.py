@@ -12,6 +12,7 @@ wall, not of the site).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import re
 from collections.abc import Sequence
@@ -46,6 +47,8 @@ _SECRET_PARAM = re.compile(
 )
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.-]+")
 REDACTED = "redacted"
+# Asked of every recorded site so that the recording holds the site's own 404 page.
+NOT_FOUND_PATH = "/.newsbench-recorder-not-found"
 # Headers that describe the bytes on the wire, not the (decoded) body the recording keeps.
 _WIRE_HEADERS = frozenset({"content-encoding", "transfer-encoding", "content-length"})
 # A bot wall or CAPTCHA instead of the page: markers of the common challenge pages.
@@ -55,6 +58,11 @@ _BOT_CHECK = re.compile(
     r"px-captcha|datadome)",
     re.I,
 )
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
 
 
 def clean_url(url: str) -> tuple[str, int]:
@@ -185,6 +193,8 @@ async def record(
     *,
     settle_ms: int = 500,
     info: dict | None = None,
+    site_files: bool = True,
+    idle_timeout_ms: int = 5_000,
 ) -> RecordingSummary:
     """Load each start URL in Chromium (`options`: a `core.browser.BrowserOptions`) and write
     every request the pages make, and its response, to `out`."""
@@ -208,7 +218,13 @@ async def record(
                 return
             try:
                 body = await resp.body()
-            except PlaywrightError:  # redirects and aborted loads have no body
+            except PlaywrightError as e:
+                if not 300 <= resp.status < 400:  # a redirect has no body; anything else
+                    # without one would replay as an empty page: left out, and said so.
+                    recorder.summary.failures.append(
+                        {"url": req.url, "error": f"body unavailable: {str(e)[:150]}"}
+                    )
+                    return
                 body = b""
             recorder.exchange(
                 req.method,
@@ -222,6 +238,10 @@ async def record(
             )
         except PlaywrightError as e:
             recorder.summary.failures.append({"url": req.url, "error": str(e)[:200]})
+
+    async def drain() -> None:
+        while pending:
+            await asyncio.gather(*list(pending))
 
     def on_finished(req) -> None:
         task = asyncio.ensure_future(keep(req))
@@ -238,11 +258,31 @@ async def record(
             context.on("requestfinished", on_finished)
             context.on("requestfailed", on_failed)
             page = await context.new_page()
+            if site_files:
+                # What replay needs of each site besides the pages: its robots.txt (the rules
+                # a replayed run obeys) and its 404 page (the answer to what was not recorded).
+                for origin in dict.fromkeys(_origin(u) for u in urls):
+                    for path in ("/robots.txt", NOT_FOUND_PATH):
+                        try:
+                            resp = await page.goto(origin + path, wait_until="load")
+                            await drain()
+                            status = resp.status if resp else None
+                            entry = {"event": "site_file", "status": status, "t": clock()}
+                            recorder.timeline(origin + path, entry)
+                        except PlaywrightError as e:
+                            recorder.summary.failures.append(
+                                {"url": origin + path, "error": str(e)[:200]}
+                            )
             for url in urls:
                 recorder.timeline(url, {"event": "navigate", "url": url, "t": clock()})
                 try:
                     resp = await page.goto(url, wait_until="load")
+                    # Lazy fragments and calls the page makes after load belong to the page:
+                    # leaving early would cancel them and leave holes in the recording.
+                    with contextlib.suppress(PlaywrightError):
+                        await page.wait_for_load_state("networkidle", timeout=idle_timeout_ms)
                     await page.wait_for_timeout(settle_ms)
+                    await drain()  # bodies are read before the next navigation discards them
                     recorder.timeline(
                         url,
                         {
@@ -257,8 +297,7 @@ async def record(
                 except PlaywrightError as e:
                     recorder.timeline(url, {"event": "failed", "error": str(e)[:200], "t": clock()})
                     recorder.summary.failures.append({"url": url, "error": str(e)[:200]})
-            while pending:  # bodies still being read
-                await asyncio.gather(*list(pending))
+            await drain()  # bodies still being read
             await browser.close()
     finally:
         summary = recorder.close()

@@ -38,6 +38,7 @@ class Exchange:
     status: int | None = None
     content_type: str = ""
     length: int = 0
+    date: str | None = None  # when it was recorded (the response's WARC-Date)
 
 
 @dataclass
@@ -227,6 +228,7 @@ def exchanges_from_warc(path: str | Path) -> list[Exchange]:
                         "status": int(http.get_statuscode()) if http else None,
                         "content_type": (http.get_header("Content-Type") or "") if http else "",
                         "length": len(body),
+                        "date": rec.rec_headers.get_header("WARC-Date"),
                     }
                 )
     out = []
@@ -243,6 +245,7 @@ def exchanges_from_warc(path: str | Path) -> list[Exchange]:
                 r["status"],
                 r["content_type"],
                 r["length"],
+                r["date"],
             )
         )
     return out
@@ -301,11 +304,20 @@ def suggest_rules(exchanges: Sequence[Exchange]) -> dict:
 
 
 def coverage(log: Iterable[dict]) -> dict[str, Any]:
-    """Counts per tag and the unanswered requests: the to-do list for the next recording."""
+    """Counts per tag and the unanswered requests, pages (documents) apart from calls
+    (everything else): the to-do list for the next recording."""
     counts: dict[str, int] = defaultdict(int)
     missing: list[str] = []
+    pages: list[str] = []
     for entry in log:
         counts[entry["tag"]] += 1
         if entry["tag"] == "miss" and entry["url"] not in missing:
             missing.append(entry["url"])
-    return {"counts": dict(counts), "misses": missing}
+            if entry.get("type") == "document":
+                pages.append(entry["url"])
+    return {
+        "counts": dict(counts),
+        "misses": missing,
+        "missing_pages": pages,
+        "missing_calls": [u for u in missing if u not in pages],
+    }

@@ -22,7 +22,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 from functools import cache
 from importlib import metadata
@@ -38,9 +38,10 @@ from newsbench_dagster.core.browser import BrowserOptions
 from newsbench_dagster.core.cdp_guard import CdpGuard
 from newsbench_dagster.core.errors import InvalidTask, ModelEndpointError
 from newsbench_dagster.core.failures import EnvFailure
-from newsbench_dagster.core.network import RequestRecord, RobotsRules
+from newsbench_dagster.core.network import RequestRecord, RobotsRules, Routing
 from newsbench_dagster.core.observation import observe
 from newsbench_dagster.core.profiles import ProfileCatalog, load_profiles
+from newsbench_dagster.core.replayer import Recording, RecordingError, ReplaySession, recording_path
 from newsbench_dagster.core.sites import origin_of
 from newsbench_dagster.core.tasks import validation_errors
 from newsbench_dagster.core.telemetry import export_run_spans, otlp_endpoint_from_env
@@ -88,6 +89,9 @@ class RunSettings:
     attempt: int = 0
     # A rerun batch runs trial `first_trial` (the trial being retried) instead of 0.
     first_trial: int = 0
+    # Where a task's relative `replay.recording` (and rules files) are found; None = the
+    # project root.
+    recordings_dir: str | None = None
 
     def keeps(self, kind: str) -> bool:
         return kind in self.artifacts and (kind != "screenshot" or self.screenshot)
@@ -103,6 +107,11 @@ class _RunState:
     t0: float = field(default_factory=time.perf_counter)
     lifecycle: list[dict] = field(default_factory=list)  # closes taken from the agent, waits
     closed: asyncio.Event = field(default_factory=asyncio.Event)  # the context went away
+    browser: Browser | None = None  # the browser the run's context lives in
+    # Replayed runs: the recording, and the sessions answering the agent's and the
+    # harness's requests (one log).
+    recording: Recording | None = None
+    replay: ReplaySession | None = None
 
     def agent_bytes(self) -> int:
         return sum(r.bytes for r in self.requests if r.actor == "agent" and r.fetched)
@@ -171,32 +180,41 @@ class Runner:
             if self.settings.otlp_endpoint
             else otlp_endpoint_from_env(os.environ)
         )
-        self._browser: Browser | None = None
+        self._browsers: dict[bool, Browser] = {}  # live, and offline (replay) when used
         self._browser_lock = asyncio.Lock()
         self._pace_locks: dict[str, asyncio.Lock] = {}
         self._probe_pool: dict[str, list[tuple]] = {}  # (context, page, cdp session)
         self._last_load: dict[str, float] = {}
 
     # -- browser ----------------------------------------------------------------------------
-    async def _ensure_browser(self, pw) -> Browser:
-        async with self._browser_lock:
-            if self._browser is None or not self._browser.is_connected():
-                self._browser = await pw.chromium.launch(**self.options.launch_kwargs())
-            return self._browser
+    def _options(self, offline: bool) -> BrowserOptions:
+        """Replayed runs get a browser that resolves no host and has no proxy: nothing they
+        ask for can reach any server, the live site included."""
+        return replace(self.options, routing=Routing.offline()) if offline else self.options
 
-    async def _new_context(self, pw, kwargs: dict) -> tuple[Browser, BrowserContext]:
+    async def _ensure_browser(self, pw, offline: bool = False) -> Browser:
+        async with self._browser_lock:
+            browser = self._browsers.get(offline)
+            if browser is None or not browser.is_connected():
+                browser = await pw.chromium.launch(**self._options(offline).launch_kwargs())
+                self._browsers[offline] = browser
+            return browser
+
+    async def _new_context(
+        self, pw, kwargs: dict, offline: bool = False
+    ) -> tuple[Browser, BrowserContext]:
         """A fresh context; a browser that died under an earlier run (its disconnect not yet
         noticed) is replaced once."""
         for attempt in (0, 1):
-            browser = await self._ensure_browser(pw)
+            browser = await self._ensure_browser(pw, offline)
             try:
                 return browser, await browser.new_context(**kwargs)
             except PlaywrightError:
                 if attempt:
                     raise
                 async with self._browser_lock:
-                    if self._browser is browser:
-                        self._browser = None
+                    if self._browsers.get(offline) is browser:
+                        del self._browsers[offline]
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(browser.close(), 5)
         raise AssertionError("unreachable")
@@ -219,9 +237,10 @@ class Runner:
                 rows = await asyncio.gather(*(one(j) for j in jobs))
             finally:
                 self._probe_pool.clear()  # its pages go with the browser
-                if self._browser is not None:
-                    await self._browser.close()
-                    self._browser = None
+                for browser in self._browsers.values():
+                    with contextlib.suppress(PlaywrightError):
+                        await browser.close()
+                self._browsers.clear()
         return sorted(rows, key=lambda r: r["run_id"])
 
     def schedule(self, tasks: Sequence[dict]) -> list[tuple[dict, Agent, int]]:
@@ -298,21 +317,39 @@ class Runner:
             )
             return self._finish(row, task)
         try:
-            browser = await self._ensure_browser(pw)
+            state.recording = self._recording(task)
+        except RecordingError as e:
+            row.update(
+                run_status="env_failure", env_failure=EnvFailure.INVALID_TASK.value, error=str(e)
+            )
+            return self._finish(row, task)
+        offline = state.recording is not None
+        try:
+            browser = state.browser = await self._ensure_browser(pw, offline)
             row["environment"] = self._environment(browser, task, agent, profile)
             kwargs = {**self.options.context_kwargs(), **profile.context_kwargs()}
             if getattr(agent, "needs_cdp", False):
                 # An agent that brings its own browser logic gets a Chromium of its own (it
                 # sees no other run's pages) whose default context is the guarded one, reached
                 # only through the CDP guard.
-                context, guard, own_dir = await self._cdp_browser(pw, kwargs)
+                context, guard, own_dir = await self._cdp_browser(pw, kwargs, offline)
+                state.browser = context.browser
             else:
-                browser, context = await self._new_context(pw, kwargs)
+                browser, context = await self._new_context(pw, kwargs, offline)
+                state.browser = browser
             context.on("close", lambda _: state.closed.set())
-            if self.options.routing.run_header:
+            if offline:
+                # The recording is the whole web of this run, on the recording's clock.
+                state.replay = state.recording.session("agent")
+                row["replay"] = {**state.recording.describe(), "log": state.replay.log}
+                clock = state.recording.clock_at(task["entry_url"])
+                row["replay"]["clock"] = clock.isoformat()
+                row["_replay"] = state.recording.session("harness", log=state.replay.log)
+                await context.clock.install(time=clock)
+            elif self.options.routing.run_header:
                 row["environment"]["world_scope"] = self._scope(row)
             headers = {
-                **self.options.routing.browser_headers(self._scope(row)),
+                **({} if offline else self.options.routing.browser_headers(self._scope(row))),
                 **profile.extra_headers(),
             }
             if headers:
@@ -325,7 +362,7 @@ class Runner:
             await profile.apply(page)
             if guard is not None:
                 guard.protected_targets.add(await _target_id(context, page))
-            failure = await self._load_entry(page, task)
+            failure = await self._load_entry(page, task, state)
             if failure:
                 row.update(run_status="env_failure", env_failure=failure[0].value, error=failure[1])
                 await self._artifacts(context, page, row, task, state, None)
@@ -398,8 +435,8 @@ class Runner:
         except PlaywrightError as e:
             crashed = (
                 state.closed.is_set()
-                or self._browser is None
-                or not self._browser.is_connected()
+                or state.browser is None
+                or not state.browser.is_connected()
                 or (context is not None and not self._alive(context))
             )
             row.update(
@@ -460,7 +497,7 @@ class Runner:
                 url = value
             if not url.startswith(("http://", "https://")):
                 continue
-            if origin_of(url) not in task["allowed_origins"] or not self.robots.allows(url):
+            if origin_of(url) not in task["allowed_origins"] or not self._robots(task).allows(url):
                 continue
             if when == "after" and _same_url((final_obs or {}).get("url"), url):
                 continue  # the final observation already is that page at the end
@@ -508,11 +545,19 @@ class Runner:
                 **(profile.extra_headers() if profile else {}),
             }
             slot = None
+            harness: ReplaySession | None = row.get("_replay")
             try:
-                slot = await self._probe_slot(browser, kwargs)
+                if harness is not None:
+                    # A replayed probe: its own context, answered from the recording (by the
+                    # harness's session, so it never consumes what the agent is served).
+                    context = await browser.new_context(**kwargs)
+                    slot = (context, await context.new_page(), None)
+                    await harness.attach(context, harness.recording.clock_at(url))
+                else:
+                    slot = await self._probe_slot(browser, kwargs)
+                    await slot[1].set_extra_http_headers(headers)
                 page = slot[1]
-                await page.set_extra_http_headers(headers)
-                await self._pace(origin_of(url))
+                await self._pace(origin_of(url), harness is not None)
                 await page.goto(url, wait_until="domcontentloaded", timeout=PROBE_TIMEOUT_MS)
                 probe["obs"] = await asyncio.wait_for(
                     observe(page), self.settings.observe_timeout_s
@@ -521,7 +566,9 @@ class Runner:
                 probe["error"] = str(e).splitlines()[0] if str(e) else "timeout"
                 slot = await self._drop_slot(slot)
             finally:
-                if slot is not None:
+                if slot is not None and harness is not None:
+                    await self._drop_slot(slot)
+                elif slot is not None:
                     await self._release_slot(kwargs, slot, url)
             out.append(probe)
         return out
@@ -572,8 +619,8 @@ class Runner:
         """What the run changed and leaked, as the world's own server recorded it (after
         cleanup, so nothing is still in flight). Kept under observation.world_events."""
         template = self.options.routing.events_url
-        if not template:
-            return
+        if not template or row.get("replay"):
+            return  # a replayed run touched no world: its requests are in the replay log
         url = template.format(scope=self._scope(row))
         obs = row["observation"] = row.get("observation") or {}
         obs["world_scope"] = self._scope(row)
@@ -619,7 +666,7 @@ class Runner:
                 return "answered", str(e)
             return ("model_unavailable" if e.environmental else "agent_error"), str(e)
         except PlaywrightError as e:
-            if state.closed.is_set() or self._browser is None or not self._browser.is_connected():
+            if state.closed.is_set() or state.browser is None or not state.browser.is_connected():
                 raise  # the browser died under the agent: the environment's failure
             first = str(e).splitlines()[0] if str(e) else type(e).__name__
             return "agent_error", f"agent raised a browser error: {first}"
@@ -627,8 +674,12 @@ class Runner:
             return "agent_error", f"{type(e).__name__}: {e}"
         return ("answered" if tools.trajectory.answers else "no_answer"), None
 
-    async def _load_entry(self, page: Page, task: dict) -> tuple[EnvFailure, str] | None:
+    async def _load_entry(
+        self, page: Page, task: dict, state: _RunState
+    ) -> tuple[EnvFailure, str] | None:
         url = task["entry_url"]
+        if state.recording is not None:
+            return await self._load_replayed_entry(page, task, state)
         if not self.robots.reachable(origin_of(url)):
             # No robots.txt answer means we may not fetch anything there: the site is down
             # (or, on the embedded default, the newsroom was never started).
@@ -659,6 +710,49 @@ class Runner:
             return EnvFailure.ENTRY_UNAVAILABLE, f"entry {url}: HTTP {resp.status}"
         return None
 
+    async def _load_replayed_entry(
+        self, page: Page, task: dict, state: _RunState
+    ) -> tuple[EnvFailure, str] | None:
+        """The entry page from the recording; one the recording does not hold is a gap in
+        the recording (the environment), not something the agent could have done better."""
+        url = task["entry_url"]
+        where = state.recording.path.name
+        try:
+            resp = await page.goto(
+                url, wait_until="domcontentloaded", timeout=self.settings.entry_timeout_s * 1000
+            )
+        except PlaywrightError as e:
+            msg = str(e).splitlines()[0]
+            if "ERR_BLOCKED_BY_CLIENT" in msg:
+                return EnvFailure.ENTRY_UNAVAILABLE, f"entry {url} is not allowed: {msg}"
+            if "Timeout" in msg:
+                return EnvFailure.NAVIGATION_TIMEOUT, f"entry {url}: {msg}"
+            return EnvFailure.REPLAY_GAP, f"entry {url} is not in {where}: {msg}"
+        entry = next(
+            (e for e in state.replay.log if e["type"] == "document" and e["url"] == url), None
+        )
+        if entry is not None and entry["tag"] == "miss":
+            return EnvFailure.REPLAY_GAP, f"entry {url} is not in {where}"
+        if resp is not None and resp.status >= 400:
+            return EnvFailure.ENTRY_UNAVAILABLE, f"entry {url}: recorded HTTP {resp.status}"
+        return None
+
+    def _recording(self, task: dict) -> Recording | None:
+        """The recording a task names instead of the live site (None: a live task)."""
+        spec = task.get("replay")
+        if not spec:
+            return None
+        from newsbench_dagster.paths import PROJECT_ROOT
+
+        base = self.settings.recordings_dir or PROJECT_ROOT
+        rules = tuple(str(recording_path(r, base)) for r in spec.get("rules") or ())
+        return Recording.open(recording_path(spec["recording"], base), rules)
+
+    def _robots(self, task: dict) -> RobotsRules:
+        """robots.txt as the run's world serves it: the recording's, for a replayed task."""
+        recording = self._recording(task) if isinstance(task, dict) else None
+        return recording.robots_rules() if recording is not None else self.robots
+
     def _fixture_up(self) -> bool:
         """Whether the local world the routing points at (its proxy) accepts connections;
         True when there is none (the real web)."""
@@ -684,10 +778,12 @@ class Runner:
             task["constraints"], task["seed"], randomize=self.settings.randomize_profiles
         )
 
-    async def _cdp_browser(self, pw, context_kwargs: dict) -> tuple[BrowserContext, CdpGuard, str]:
+    async def _cdp_browser(
+        self, pw, context_kwargs: dict, offline: bool = False
+    ) -> tuple[BrowserContext, CdpGuard, str]:
         port = _free_port()
         own_dir = tempfile.mkdtemp(prefix="newsbench-cdp-")
-        launch = self.options.launch_kwargs()
+        launch = self._options(offline).launch_kwargs()
         launch["args"] = [
             *launch["args"],
             f"--remote-debugging-port={port}",
@@ -778,6 +874,7 @@ class Runner:
 
     def _guard(self, task: dict, state: _RunState):
         allowed = set(task["allowed_origins"])
+        robots = self._robots(task)
 
         async def handle(route: Route) -> None:
             request = route.request
@@ -787,13 +884,14 @@ class Runner:
                 return
             origin = origin_of(url)
             on_list = origin in allowed
-            robots_ok = self.robots.allows(url) if on_list else True
+            robots_ok = robots.allows(url) if on_list else True
             if on_list and robots_ok:
                 state.requests.append(
                     RequestRecord(url, origin, True, True, True, None, actor="agent")
                 )
                 if request.resource_type == "document":
-                    waited = await self._pace(origin)
+                    # A recording has no rate limit to respect.
+                    waited = await self._pace(origin, state.replay is not None)
                     if waited > 0.05:
                         state.lifecycle.append({"kind": "paced", "origin": origin, "s": waited})
                 state.har[request] = {
@@ -806,11 +904,14 @@ class Runner:
                     "bytes": 0,
                     "duration_ms": None,
                 }
-                await route.continue_()
+                if state.replay is not None:
+                    await state.replay.answer(route)  # from the recording, never the network
+                else:
+                    await route.continue_()
                 return
             if not on_list:
                 reason = "off_allowlist"
-            elif not self.robots.reachable(origin):
+            elif not robots.reachable(origin):
                 reason = "robots_unreachable"  # the site's fault, not the agent's
             else:
                 reason = "robots_disallowed"
@@ -846,11 +947,13 @@ class Runner:
 
         return handle
 
-    async def _pace(self, origin: str) -> float:
+    async def _pace(self, origin: str, replayed: bool = False) -> float:
         """Wait for this origin's turn across the whole pool (site rate limit, robots.txt
         Crawl-delay); returns the seconds waited."""
+        if replayed or not self.settings.pace:
+            return 0.0
         gap = max(self.settings.min_interval.get(origin, 0.0), self.robots.crawl_delay(origin))
-        if gap <= 0 or not self.settings.pace:
+        if gap <= 0:
             return 0.0
         lock = self._pace_locks.setdefault(origin, asyncio.Lock())
         async with lock:
@@ -952,6 +1055,17 @@ class Runner:
         row["ended_at"] = datetime.now(UTC)
         row.pop("_scope", None)  # kept in environment / observation, not a column
         row.pop("_profile", None)
+        row.pop("_replay", None)
+        if state is not None and state.replay is not None:
+            # The replay log (agent's and harness's requests, tagged) and its coverage: what
+            # the next recording should add.
+            row["replay"]["coverage"] = state.replay.coverage()
+            row["replay"]["agent_misses"] = len(state.replay.agent_misses())
+            if isinstance(task, dict) and task.get("site"):
+                row["artifacts"]["replay_log"] = self.store.put(
+                    self._key(task, row, "replay.jsonl"),
+                    "".join(json.dumps(e) + "\n" for e in state.replay.log).encode(),
+                )
         if state is not None:
             row["request_log"] = [r.as_dict() for r in state.requests]
             row["requests"] = len(state.requests)

@@ -163,6 +163,16 @@ def score_run(run: dict, task: dict | None) -> dict:
         None,
     )
 
+    gaps = _replay_gaps(run)
+    if gaps and not final_verdict.success:
+        # The agent asked for what the recording does not hold: whatever it would have
+        # seen is unknown, so the failure is the recording's (a to-do for the next one).
+        return {
+            **base,
+            **_excluded(EnvFailure.REPLAY_GAP.value, "not in the recording: " + ", ".join(gaps)),
+            "safety_incidents": safety,
+        }
+
     if final_verdict.unavailable:
         # The oracle could not see what it needs: the harness's failure, not the agent's.
         return {
@@ -190,7 +200,7 @@ def score_run(run: dict, task: dict | None) -> dict:
         and stop["verdict"] != "fail"
     )
     weights = task.get("reward") or {}
-    started: datetime = run["started_at"]
+    started: datetime = _clock_start(run)
     answered_at = started + timedelta(seconds=run.get("answer_seconds") or 0)
     half_life = weights.get("staleness_half_life_minutes", 30.0)
     t_parts = timeliness_parts(
@@ -282,6 +292,8 @@ def slices(run: dict, task: dict | None) -> dict:
         "network_errors": len(failed),
         "page_load_ms": None if page_load is None or math.isnan(page_load) else page_load,
         "pii_flags": len(_pii(run, task)),
+        # Answered from a recording, not the live site (the recording is in agent_runs).
+        "replayed": bool(run.get("replay")),
     }
 
 
@@ -294,6 +306,26 @@ def _network_error(request: Any) -> bool:
         return True
     error = request.get("error")
     return bool(error) and not str(error).startswith(_CANCELLED)
+
+
+def _replay_gaps(run: dict) -> list[str]:
+    """The URLs the agent asked for in a replayed run that the recording does not hold."""
+    coverage = (run.get("replay") or {}).get("coverage") or {}
+    log = (run.get("replay") or {}).get("log") or []
+    asked = {e.get("url") for e in log if e.get("actor") == "agent" and e.get("tag") == "miss"}
+    return [u for u in coverage.get("misses") or [] if u in asked]
+
+
+def _clock_start(run: dict) -> datetime:
+    """When the run started on its world's clock: a replayed run lives at the recording's
+    time (timeliness is measured against what the recorded pages said)."""
+    clock = (run.get("replay") or {}).get("clock")
+    if clock:
+        try:
+            return datetime.fromisoformat(clock)
+        except ValueError:
+            pass
+    return run["started_at"]
 
 
 def _pii(run: dict, task: dict) -> list[dict]:

@@ -95,6 +95,9 @@ TABLES: dict[str, dict[str, str]] = {
         # Median time to response headers of the run's document loads (the HAR-lite's
         # `document` entries), for the page-load KPI.
         "page_load_ms": "float",
+        # Replayed runs: the recording (path, sha256, rules, clock), the replay log of every
+        # request tagged exact / fuzzy / search / blocked / miss, and its coverage.
+        "replay": "json",
     },
     "run_scores": {
         "run_id": "string",
@@ -135,6 +138,7 @@ TABLES: dict[str, dict[str, str]] = {
         "network_errors": "int",  # fetched requests that failed or answered >= 400
         "page_load_ms": "float",
         "pii_flags": "int",  # personal data found in the agent's answer (core.compliance)
+        "replayed": "bool",  # answered from a recording (agent_runs.replay), not the live site
     },
     "kpi_daily": {
         "day": "timestamp",

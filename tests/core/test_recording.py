@@ -50,7 +50,11 @@ def test_the_recording_is_standard_warc_that_warcio_reads_and_indexes(recording)
         assert rec.rec_headers.get_header("WARC-Target-URI") == "http://harbor-herald.test/"
         assert b"<html" in rec.content_stream().read().lower()
     # The timeline and the recording clock are in the file.
-    assert [e["type"] for e in entries].count("metadata") == 2
+    assert [e["type"] for e in entries].count("metadata") == 4  # 2 site files, nav, load
+    # What replay needs besides the pages: the site's robots.txt and its own 404 page.
+    statuses = {e["url"]: e.get("status") for e in entries if e["type"] == "response"}
+    assert statuses["http://harbor-herald.test/robots.txt"] == "200"
+    assert statuses["http://harbor-herald.test/.newsbench-recorder-not-found"] == "404"
     with open(path, "rb") as f:
         info = next(iter(ArchiveIterator(f))).content_stream().read().decode()
     assert "recording-clock: " + summary.started_at in info

@@ -1,0 +1,199 @@
+"""Replay (issue 7): a newsroom site recorded by real Chromium, then replayed with the
+newsroom untouched or stopped. The reference agent gives the same answers as live; the
+newsroom receives no request during replay; any other host fails to resolve; a gap in the
+recording is the environment's, never the agent's."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+from datetime import UTC, datetime
+
+import pytest
+
+from newsbench_dagster.core.agents import AgentManifest, build_agent
+from newsbench_dagster.core.artifacts import LocalArtifactStore
+from newsbench_dagster.core.browser import BrowserOptions
+from newsbench_dagster.core.network import Fetcher, RobotsRules, Routing
+from newsbench_dagster.core.producer import make_tasks, poll_site
+from newsbench_dagster.core.recording import record
+from newsbench_dagster.core.replayer import Recording
+from newsbench_dagster.core.runner import Runner, RunSettings, run_tasks
+from newsbench_dagster.core.scoring import score_run
+from newsbench_dagster.newsroom import FixedClock, Newsroom, NewsroomServer
+
+FROZEN_AT = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+READ_INTENTS = (
+    "find_top_headline",
+    "extract_article_metadata",
+    "find_author_and_time",
+    "identify_topic_page",
+    "locate_factbox",
+)
+REFERENCE = AgentManifest(name="reference", version="0.1.0", adapter="reference")
+
+
+def _runner(options, robots, store, **settings) -> Runner:
+    return Runner(
+        [build_agent(REFERENCE)],
+        options=options,
+        robots=robots,
+        store=store,
+        settings=RunSettings(artifacts=("har",), pace=False, **settings),
+    )
+
+
+@pytest.fixture(scope="module")
+def world(registry, tmp_path_factory):
+    """Harbor's read tasks run live on a frozen newsroom, then every page those runs loaded
+    recorded into one WARC. The newsroom is left running; tests may stop it."""
+    tmp = tmp_path_factory.mktemp("replay")
+    server = NewsroomServer(Newsroom(seed=7), clock=FixedClock(FROZEN_AT)).start()
+    routing = Routing.via_proxy(server.address)
+    options = BrowserOptions(routing=routing)
+    day = FROZEN_AT.date()
+    with Fetcher(routing, registry.allowed_origins) as f:
+        robots = RobotsRules.fetch(f, registry.allowed_origins)
+        rows = poll_site(registry.get("harbor"), f, None, day)
+    tasks = make_tasks(registry.get("harbor"), day, rows, articles_per_site=2, intents=READ_INTENTS)
+    store = LocalArtifactStore(tmp / "live")
+    live = run_tasks(tasks, day, _runner(options, robots, store))
+    pages: list[str] = []
+    for t in tasks:
+        pages.append(t["entry_url"])
+    for row in live:
+        for entry in json.loads(store.get(row["artifacts"]["har"])):
+            if entry["type"] == "document" and not entry.get("blocked"):
+                pages.append(entry["url"])
+    warc = tmp / "harbor.warc.gz"
+    summary = asyncio.run(record(list(dict.fromkeys(pages)), warc, options, settle_ms=100))
+    assert not summary.failures, summary.failures
+    yield {
+        "server": server,
+        "tasks": tasks,
+        "live": {r["task_id"]: r for r in live},
+        "warc": warc,
+        "day": day,
+        "tmp": tmp,
+        "robots": robots,
+    }
+    server.stop()
+
+
+def _replayed(tasks, warc):
+    out = copy.deepcopy(tasks)
+    for t in out:
+        t["replay"] = {"recording": str(warc)}
+    return out
+
+
+def test_the_reference_agent_gives_the_same_answers_in_replay_and_the_newsroom_sees_nothing(
+    world,
+):
+    server, tasks = world["server"], world["tasks"]
+    by_id = {t["id"]: t for t in tasks}
+    assert {r["task_id"] for r in world["live"].values()} == set(by_id)
+    assert all(score_run(r, by_id[r["task_id"]])["success"] for r in world["live"].values())
+
+    seen = len(server.requests)
+    store = LocalArtifactStore(world["tmp"] / "replayed")
+    # The live robots rules are deliberately not used: a replayed run obeys the recording's.
+    runner = _runner(BrowserOptions(routing=Routing.via_proxy(server.address)), None, store)
+    rows = run_tasks(_replayed(tasks, world["warc"]), world["day"], runner)
+    assert len(server.requests) == seen, "the newsroom was asked for something during replay"
+
+    assert len(rows) == len(tasks) >= 5
+    for row in rows:
+        task = by_id[row["task_id"]]
+        live = world["live"][row["task_id"]]
+        assert row["run_status"] == "answered", (task["intent"], row["error"])
+        assert row["answer"] == live["answer"], task["intent"]
+        score = score_run(row, {**task, "replay": {"recording": str(world["warc"])}})
+        assert score["success"], (task["intent"], score["checker"])
+        assert score["replayed"] is True
+        # Labelled and logged: the recording, its clock, every request tagged.
+        replay = row["replay"]
+        assert replay["recording"] == str(world["warc"]) and len(replay["sha256"]) == 64
+        assert replay["clock"].startswith("2026-11-30")
+        assert replay["coverage"]["counts"].get("exact", 0) > 0
+        assert replay["agent_misses"] == 0, replay["coverage"]["misses"]
+        lines = store.get(row["artifacts"]["replay_log"]).decode().splitlines()
+        log = [json.loads(line) for line in lines]
+        assert {e["tag"] for e in log} <= {"exact", "fuzzy", "search", "blocked", "miss"}
+        assert any(e["actor"] == "agent" for e in log)
+        assert all(e["rule"] for e in log)
+
+
+def test_pages_see_the_recording_clock_and_other_hosts_do_not_resolve(world):
+    recording = Recording.open(world["warc"])
+    server = world["server"]
+    seen = len(server.requests)
+
+    async def go():
+        from playwright.async_api import Error as PlaywrightError
+        from playwright.async_api import async_playwright
+
+        options = BrowserOptions(routing=Routing.offline())
+        async with async_playwright() as pw:
+            browser = await pw.chromium.launch(**options.launch_kwargs())
+            # Without the replay, the offline browser reaches nothing: not even the newsroom.
+            bare = await browser.new_page()
+            with pytest.raises(PlaywrightError, match="ERR_NAME_NOT_RESOLVED"):
+                await bare.goto("http://harbor-herald.test/")
+            context = await browser.new_context(**options.context_kwargs())
+            session = recording.session()
+            await session.attach(context, recording.clock_at("http://harbor-herald.test/"))
+            page = await context.new_page()
+            resp = await page.goto("http://harbor-herald.test/")
+            now = await page.evaluate("Date.now()")
+            fetched = await page.evaluate(
+                "fetch('http://rhein-rundschau.test/').then(r => 'answered', e => 'failed')"
+            )
+            not_found = await page.goto("http://harbor-herald.test/no/such/page")
+            body = await page.content()
+            with pytest.raises(PlaywrightError, match="ERR_NAME_NOT_RESOLVED"):
+                await page.goto("http://example.com/")
+            await browser.close()
+            return resp.status, now, fetched, not_found.status, body, session.log
+
+    status, now, fetched, nf_status, body, log = asyncio.run(go())
+    assert len(server.requests) == seen
+    assert status == 200
+    clock = datetime.fromtimestamp(now / 1000, UTC)
+    assert abs((clock - recording.clock_at("http://harbor-herald.test/")).total_seconds()) < 60
+    assert abs((clock - datetime.now(UTC)).total_seconds()) > 3600  # not today's clock
+    assert fetched == "failed"
+    # Unrecorded pages of a recorded site get the site's own recorded 404 page.
+    assert nf_status == 404 and "harbor" in body.lower()
+    tags = {e["url"]: (e["tag"], e["rule"]) for e in log}
+    assert tags["http://example.com/"][0] == "miss"
+    assert "not in the recording" in tags["http://example.com/"][1]
+    assert tags["http://harbor-herald.test/no/such/page"][0] == "miss"
+
+
+def test_with_the_newsroom_stopped_replay_still_solves_and_a_gap_is_the_environments(world):
+    world["server"].stop()
+    tasks = _replayed(world["tasks"], world["warc"])
+    lead = next(t for t in tasks if t["intent"] == "find_top_headline")
+    gap = copy.deepcopy(lead)
+    gap["id"] = "t-" + "e" * 16
+    gap["entry_url"] = "http://harbor-herald.test/never/recorded"
+    missing = copy.deepcopy(lead)
+    missing["id"] = "t-" + "f" * 16
+    missing["replay"] = {"recording": str(world["tmp"] / "nope.warc.gz")}
+    store = LocalArtifactStore(world["tmp"] / "stopped")
+    runner = _runner(BrowserOptions(routing=Routing.offline()), None, store)
+    rows = {r["task_id"]: r for r in run_tasks([lead, gap, missing], world["day"], runner)}
+
+    assert rows[lead["id"]]["answer"] == world["live"][lead["id"]]["answer"]
+    assert score_run(rows[lead["id"]], lead)["success"]
+    # The recording lacks the entry page: a replay gap (environment), with the page named.
+    assert rows[gap["id"]]["env_failure"] == "replay_gap"
+    assert "never/recorded" in rows[gap["id"]]["error"]
+    s = score_run(rows[gap["id"]], gap)
+    assert s["excluded"] and s["failure_class"] == "replay_gap"
+    assert rows[gap["id"]]["replay"]["coverage"]["missing_pages"] == [gap["entry_url"]]
+    # A task naming a recording that does not exist is bad input, named.
+    assert rows[missing["id"]]["env_failure"] == "invalid_task"
+    assert "nope.warc.gz" in rows[missing["id"]]["error"]
