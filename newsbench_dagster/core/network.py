@@ -119,6 +119,7 @@ class RequestRecord:
     error: str | None = None
     bytes: int = 0
     actor: str = "producer"
+    method: str | None = None  # the HTTP method, for trace rules (None: the producer's GETs)
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)

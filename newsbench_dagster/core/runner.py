@@ -887,7 +887,9 @@ class Runner:
             robots_ok = robots.allows(url) if on_list else True
             if on_list and robots_ok:
                 state.requests.append(
-                    RequestRecord(url, origin, True, True, True, None, actor="agent")
+                    RequestRecord(
+                        url, origin, True, True, True, None, actor="agent", method=request.method
+                    )
                 )
                 if request.resource_type == "document":
                     # A recording has no rate limit to respect.
@@ -929,6 +931,7 @@ class Runner:
                     None,
                     error=f"blocked: {reason}",
                     actor=actor,
+                    method=request.method,
                 )
             )
             state.har[request] = {

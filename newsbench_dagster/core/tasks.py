@@ -42,7 +42,16 @@ def _validator() -> Draft202012Validator:
 def validation_errors(task: Any) -> list[str]:
     """Every schema violation, each prefixed with the JSON path of the offending field."""
     errors = sorted(_validator().iter_errors(task), key=lambda e: list(e.absolute_path))
-    return [f"{e.json_path}: {e.message}" for e in errors]
+    out = [f"{e.json_path}: {e.message}" for e in errors]
+    if isinstance(task, dict) and isinstance(task.get("grading"), dict):
+        # Inline grading layers are checked with the task, not first when scoring.
+        from newsbench_dagster.core.grading import GradingError, load_grading
+
+        try:
+            load_grading(task["grading"], where="$.grading")
+        except GradingError as e:
+            out.append(str(e))
+    return out
 
 
 def validate_task(task: Any) -> dict:

@@ -197,3 +197,105 @@ def test_with_the_newsroom_stopped_replay_still_solves_and_a_gap_is_the_environm
     # A task naming a recording that does not exist is bad input, named.
     assert rows[missing["id"]]["env_failure"] == "invalid_task"
     assert "nope.warc.gz" in rows[missing["id"]]["error"]
+
+
+def _lead_replay(world, name="lead"):
+    tasks = _replayed(world["tasks"], world["warc"])
+    return next(t for t in tasks if t["intent"] == "find_top_headline")
+
+
+def test_grading_layers_judge_a_replayed_run_and_reject_a_wrong_answer(world):
+    lead = _lead_replay(world)
+    store = LocalArtifactStore(world["tmp"] / "graded")
+    runner = _runner(BrowserOptions(routing=Routing.offline()), None, store)
+    [row] = run_tasks([lead], world["day"], runner)
+    headline = world["live"][lead["id"]]["answer"]["headline"]
+    trace = [
+        {"id": "no_signup", "forbid": {"method": "POST", "url": "/newsletter"}},
+        {"id": "front_page_recorded", "require": {"method": "GET", "url": r"\.test/$"}},
+    ]
+    right = {
+        "extract": {"headline": {"path": "headline"}},
+        "require": [{"field": "headline", "op": "equals", "value": headline}],
+        "checks": [
+            {
+                "id": "has_url",
+                "question": "Links the story?",
+                "weight": 1,
+                "program": {"field": "url", "op": "matches", "value": "^http://harbor"},
+            }
+        ],
+        "trace": trace,
+    }
+    s = score_run(row, {**lead, "grading": right})
+    assert s["success"] and s["checker"]["grading"]["status"] == "pass"
+    assert s["checker"]["grading"]["score"] == 1.0
+
+    wrong = {**right, "require": [{"field": "headline", "op": "equals", "value": "Not it"}]}
+    s = score_run(row, {**lead, "grading": wrong})
+    assert not s["success"] and s["accuracy"] == 0.0
+    assert s["checker"]["grading"]["status"] == "fail"
+
+    # The agent's own requests are what the trace judges: its front-page load was a
+    # recorded hit; a rule forbidding it fails the run.
+    banned = {**right, "trace": [{"id": "no_front", "forbid": {"url": r"\.test/$"}}]}
+    s = score_run(row, {**lead, "grading": banned})
+    assert not s["success"] and s["failure_class"] == "planning"
+
+    # A required question with no program and no judge is unverified: never a pass.
+    ask = {**right, "checks": [{"id": "tone", "question": "Neutral?", "required": True}]}
+    s = score_run(row, {**lead, "grading": ask})
+    assert s["excluded"] and s["success"] is None
+    assert "unverified" in s["checker"]["reason"]
+
+
+def test_an_agent_attached_over_cdp_is_replayed_too(world):
+    from newsbench_dagster.paths import PROJECT_ROOT
+
+    example = str(PROJECT_ROOT / "examples" / "cdp_agent.py")
+    manifest = AgentManifest(
+        name="cdp-example",
+        version="1",
+        adapter="command",
+        params={
+            "command": [
+                "{python}",
+                example,
+                "--cdp-url",
+                "{cdp_url}",
+                "--answer-file",
+                "{answer_file}",
+                "--prompt",
+                "{prompt}",
+                "--url",
+                "{url}",
+            ],
+            "timeout_s": 30,
+        },
+    )
+    lead = _lead_replay(world)
+    seen = len(world["server"].requests) if world["server"].running else None
+    runner = Runner(
+        [build_agent(manifest)],
+        options=BrowserOptions(routing=Routing.offline()),
+        robots=None,
+        store=LocalArtifactStore(world["tmp"] / "cdp"),
+        settings=RunSettings(artifacts=(), pace=False),
+    )
+    [row] = run_tasks([lead], world["day"], runner)
+    assert row["run_status"] == "answered", row["error"]
+    assert row["answer"]["headline"] == world["live"][lead["id"]]["answer"]["headline"]
+    assert row["replay"]["agent_misses"] == 0
+    assert score_run(row, lead)["success"]
+    if seen is not None:
+        assert len(world["server"].requests) == seen
+
+
+def test_a_task_with_malformed_grading_is_refused_naming_the_field(world):
+    from newsbench_dagster.core.tasks import validation_errors
+
+    lead = _lead_replay(world)
+    bad = {**lead, "grading": {"require": [{"field": "headline", "op": "equal", "value": 1}]}}
+    [problem] = validation_errors(bad)
+    assert "$.grading.require[0].op" in problem and "equal" in problem
+    assert validation_errors({**lead, "replay": {"recording": ""}})  # an empty path is refused
