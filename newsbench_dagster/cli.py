@@ -819,6 +819,37 @@ def recording_index(path: Annotated[Path, typer.Argument(help="A WARC file.")]) 
         print(_json.dumps(entry))
 
 
+@recording_app.command("merge")
+def recording_merge(
+    first: Annotated[Path, typer.Argument(help="A recording session (WARC).")],
+    second: Annotated[Path, typer.Argument(help="Another session of the same task.")],
+    out: Annotated[Path, typer.Option(help="The merged WARC to write.")],
+) -> None:
+    """Merge two recording sessions of the same task: the earlier session (by recording
+    clock) wins every request both hold; the later one adds what the earlier never asked
+    for. Prints what was kept, added and overridden, and which overridden pages changed."""
+    from newsbench_dagster.core.recording import audit, merge
+
+    try:
+        report = merge(first, second, out)
+    except (OSError, ValueError) as e:
+        _fail(f"cannot merge: {e}", 2)
+    err.print(
+        f"{out}: {report.kept} exchanges from {report.earlier} (earlier, wins), "
+        f"{report.added} added from {report.later}, {report.duplicates} duplicate(s) "
+        "dropped in favour of the earlier copy",
+        markup=False,
+        highlight=False,
+    )
+    for url in report.changed:
+        err.print(f"changed between sessions (earlier kept): {url}", markup=False)
+    findings = audit(out)
+    for finding in findings:
+        err.print(f"audit: {finding}", markup=False)
+    if findings:
+        raise typer.Exit(1)
+
+
 replay_app = typer.Typer(help="Replay of recordings: matching rules.", no_args_is_help=True)
 app.add_typer(replay_app, name="replay")
 

@@ -376,3 +376,96 @@ def audit(path: str | Path) -> list[Finding]:
                         Finding(offset, url, "bot_check", f"challenge page: {m.group(0)!r}")
                     )
     return found
+
+
+# -- merging ---------------------------------------------------------------------------------
+def _session(path: str | Path) -> dict:
+    """A recording's clock and its exchanges keyed by request: key -> (response record id,
+    payload digest), plus the ids of the records that belong to each response."""
+    clock, dates = None, []
+    keys: dict[tuple, list[tuple[str, str | None]]] = {}
+    requests: dict[str, tuple] = {}
+    responses: list[tuple[str, str, str | None]] = []
+    with open(path, "rb") as f:
+        for _, rec in _warc_records(f, path):
+            body = rec.content_stream().read()
+            h = rec.rec_headers
+            if rec.rec_type == "warcinfo" and clock is None:
+                for line in body.decode("utf-8", "replace").splitlines():
+                    k, _, v = line.partition(":")
+                    if k == "recording-clock":
+                        clock = v.strip()
+            elif rec.rec_type == "request" and rec.http_headers is not None:
+                method = rec.http_headers.protocol.split(" ")[0]
+                to = h.get_header("WARC-Concurrent-To") or h.get_header("WARC-Target-URI")
+                requests[to] = (method, h.get_header("WARC-Target-URI"), body)
+            elif rec.rec_type == "response":
+                rid = h.get_header("WARC-Record-ID")
+                url, digest = h.get_header("WARC-Target-URI"), h.get_header("WARC-Payload-Digest")
+                responses.append((rid, url, digest))
+                dates.append(h.get_header("WARC-Date") or "")
+    for rid, url, digest in responses:
+        method, _, body = requests.get(rid) or requests.get(url) or ("GET", url, b"")
+        keys.setdefault((method.upper(), url, body), []).append((rid, digest))
+    return {"clock": clock or min(dates, default=""), "keys": keys}
+
+
+@dataclass
+class MergeReport:
+    out: str
+    earlier: str
+    later: str
+    kept: int = 0  # exchanges of the earlier session
+    added: int = 0  # exchanges only the later session has
+    duplicates: int = 0  # in both: the earlier copy kept
+    changed: list[str] = field(default_factory=list)  # duplicates whose bytes differed
+
+    def as_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+def merge(a: str | Path, b: str | Path, out: str | Path) -> MergeReport:
+    """Two recording sessions of the same task as one WARC: every exchange of the earlier
+    session (by recording clock), then the later session's exchanges for requests the
+    earlier one never made. Where both hold a request the earlier copy wins, and the
+    report says how many did and which of them had changed in between."""
+    sa, sb = _session(a), _session(b)
+    (first, fs), (second, ss) = sorted(((a, sa), (b, sb)), key=lambda x: x[1]["clock"])
+    report = MergeReport(str(out), str(first), str(second), kept=sum(map(len, fs["keys"].values())))
+    kept_ids: set[str] = set()
+    for key, copies in ss["keys"].items():
+        if key not in fs["keys"]:
+            kept_ids |= {rid for rid, _ in copies}  # repeats of a new request, all in order
+            report.added += len(copies)
+            continue
+        report.duplicates += len(copies)
+        if {d for _, d in copies} != {d for _, d in fs["keys"][key]}:
+            report.changed.append(key[1])
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    with open(out, "wb") as fo:
+        writer = WARCWriter(fo, gzip=True, warc_version=WARC_VERSION)
+        info = writer.create_warcinfo_record(
+            Path(out).name,
+            {
+                "software": "newsbench recorder (warcio)",
+                "format": "WARC File Format 1.1",
+                "recording-clock": fs["clock"],
+                "merged-from": f"{Path(first).name} (wins), {Path(second).name}",
+            },
+        )
+        writer.write_record(info)
+        for path, keep in ((first, None), (second, kept_ids)):
+            with open(path, "rb") as f:
+                for rec in ArchiveIterator(f):
+                    if rec.rec_type == "warcinfo":
+                        continue
+                    h = rec.rec_headers
+                    if keep is not None:
+                        own = h.get_header("WARC-Record-ID")
+                        to = h.get_header("WARC-Concurrent-To")
+                        if rec.rec_type == "response" and own not in keep:
+                            continue
+                        if rec.rec_type == "request" and to is not None and to not in keep:
+                            continue
+                    writer.write_record(rec)
+    return report

@@ -141,3 +141,52 @@ def test_credential_values_and_emails_in_urls_are_redacted():
     assert n == 2 and "s3cr3t" not in url and "a%40b.org" not in url
     assert "id=7" in url and "utm_source=rss" in url
     assert clean_url("http://x.test/a?page=2") == ("http://x.test/a?page=2", 0)
+
+
+def _session_file(path, pages: dict[str, bytes]):
+    from newsbench_dagster.core.recording import WarcRecorder
+
+    rec = WarcRecorder(path)
+    for url, body in pages.items():
+        rec.exchange("GET", url, [], None, 200, "OK", [("Content-Type", "text/html")], body)
+    rec.close()
+    return path
+
+
+def test_two_sessions_merge_the_earlier_copy_winning_and_the_merge_is_reported(tmp_path):
+    from newsbench_dagster.core.recording import merge
+    from newsbench_dagster.core.replayer import Recording
+
+    h = "http://harbor-herald.test"
+    first = _session_file(tmp_path / "monday.warc.gz", {f"{h}/": b"monday front", f"{h}/a": b"A"})
+    second = _session_file(
+        tmp_path / "tuesday.warc.gz",
+        {f"{h}/": b"tuesday front", f"{h}/a": b"A", f"{h}/b": b"B"},
+    )
+    out = tmp_path / "merged.warc.gz"
+    # The order the files are given in does not matter: the recording clocks decide.
+    report = merge(second, first, out)
+    assert report.earlier == str(first) and report.later == str(second)
+    assert (report.kept, report.added, report.duplicates) == (2, 1, 2)
+    assert report.changed == [f"{h}/"]  # the front page changed between the sessions
+    assert audit(out) == []
+    recording = Recording(out)
+    bodies = {e.url: recording.payload(e).body for e in recording.exchanges}
+    assert bodies == {f"{h}/": b"monday front", f"{h}/a": b"A", f"{h}/b": b"B"}
+    with open(out, "rb") as f:
+        assert {r.rec_headers.protocol for r in ArchiveIterator(f)} == {"WARC/1.1"}
+
+
+def test_recording_merge_command_reports_and_refuses_junk(tmp_path):
+    h = "http://harbor-herald.test"
+    a = _session_file(tmp_path / "a.warc.gz", {f"{h}/": b"one"})
+    b = _session_file(tmp_path / "b.warc.gz", {f"{h}/": b"two", f"{h}/x": b"x"})
+    out = tmp_path / "m.warc.gz"
+    result = CliRunner().invoke(app, ["recording", "merge", str(a), str(b), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "1 added" in result.output and "1 duplicate" in result.output
+    assert "changed" in result.output and f"{h}/" in result.output
+    junk = tmp_path / "junk.warc.gz"
+    junk.write_bytes(b"not a warc at all")
+    result = CliRunner().invoke(app, ["recording", "merge", str(a), str(junk), "--out", str(out)])
+    assert result.exit_code == 2 and "junk.warc.gz" in result.output
