@@ -746,17 +746,125 @@ recording_app = typer.Typer(
 app.add_typer(recording_app, name="recording")
 
 
+def _read_tasks(path: Path) -> list[dict]:
+    """Tasks from a file: a JSON list, one JSON object, or JSON lines."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        _fail(f"{path}: cannot read: {e}", 2)
+    try:
+        data = json.loads(text)
+        return data if isinstance(data, list) else [data]
+    except json.JSONDecodeError:
+        pass
+    tasks = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            tasks.append(json.loads(line))
+        except json.JSONDecodeError as e:
+            _fail(f"{path}:{n}: not JSON: {e.msg}", 2)
+    return tasks
+
+
+def _task_pages(tasks: list[dict]) -> list[str]:
+    """The pages a task set needs recorded: entry pages and the harness's absolute probes."""
+    pages: list[str] = []
+    for t in tasks:
+        pages.append(t["entry_url"])
+        for probe in (t.get("oracle") or {}).get("probes") or []:
+            if str(probe.get("url", "")).startswith(("http://", "https://")):
+                pages.append(probe["url"])
+    return list(dict.fromkeys(pages))
+
+
+def _record_agent_runs(manifest: Path, todo: list[dict], routing, registry, pages, out) -> None:
+    """Run the agent live on the tasks, recording what its runs load; merge that into the
+    recording of the task pages (which wins) at `out`."""
+    import asyncio
+    import tempfile
+
+    from newsbench_dagster.core.agents import build_agent, load_manifest
+    from newsbench_dagster.core.artifacts import LocalArtifactStore
+    from newsbench_dagster.core.browser import BrowserOptions
+    from newsbench_dagster.core.errors import ConfigError
+    from newsbench_dagster.core.network import Fetcher, RobotsRules
+    from newsbench_dagster.core.recording import WarcRecorder, merge
+    from newsbench_dagster.core.runner import Runner, RunSettings
+
+    try:
+        built = build_agent(load_manifest(manifest))
+    except ConfigError as e:
+        _fail(str(e), 2)
+    runs_file = out.with_name(out.name + ".runs.tmp")
+    recorder = WarcRecorder(runs_file, {"agent": built.manifest.agent_version})
+    with Fetcher(routing, registry.allowed_origins) as fetcher:
+        robots = RobotsRules.fetch(fetcher, registry.allowed_origins)
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            runner = Runner(
+                [built],
+                options=BrowserOptions(routing=routing),
+                robots=robots,
+                store=LocalArtifactStore(tmp),
+                settings=RunSettings(artifacts=(), record=recorder),
+            )
+            with _progress() as bar:
+                job = bar.add_task(f"recording {built.manifest.agent_version}", total=len(todo))
+                rows = asyncio.run(runner.run(todo, _today(), lambda _: bar.advance(job)))
+    finally:
+        recorder.close()
+    answered = sum(r["run_status"] == "answered" for r in rows)
+    err.print(f"{built.manifest.agent_version}: {answered}/{len(rows)} live runs answered")
+    report = merge(pages, runs_file, out)
+    err.print(
+        f"merged: {report.kept} exchanges of the task pages, {report.added} added from the "
+        f"agent's runs, {report.duplicates} duplicate(s) dropped",
+        markup=False,
+    )
+    pages.unlink()
+    runs_file.unlink()
+
+
 @app.command()
 def record(
-    urls: Annotated[list[str], typer.Argument(help="Start URLs, loaded in order.")],
-    out: Annotated[Path, typer.Option(help="The WARC file to write (.warc.gz).")],
+    urls: Annotated[list[str], typer.Argument(help="Start URLs, loaded in order.")] = [],  # noqa: B006
+    out: Annotated[Path, typer.Option(help="The WARC file to write (.warc.gz).")] = Path(
+        "recording.warc.gz"
+    ),
+    site: Annotated[
+        list[str], typer.Option(help="Record today's tasks of this site (repeatable).")
+    ] = [],  # noqa: B006
+    intent: Annotated[list[str], typer.Option(help="With --site: only this intent.")] = [],  # noqa: B006
+    tasks: Annotated[int, typer.Option(help="With --site: at most this many tasks per site.")] = 4,
+    tasks_from: Annotated[
+        Path | None, typer.Option(help="Record the pages of these tasks (JSON or JSON lines).")
+    ] = None,
+    tasks_out: Annotated[
+        Path | None,
+        typer.Option(help="Write the recorded tasks here (JSON lines), replaying from --out."),
+    ] = None,
+    agent: Annotated[
+        Path | None,
+        typer.Option(help="Also run this agent live on the tasks and record all it loads."),
+    ] = None,
+    browse: Annotated[
+        bool, typer.Option(help="Open a visible window and record until you close it.")
+    ] = False,
     port: Annotated[int, typer.Option(help="Newsroom port (for *.test sites).")] = DEFAULT_PORT,
     settle_ms: Annotated[int, typer.Option(help="Wait after each load, ms.")] = 500,
 ) -> None:
-    """Record pages into a WARC 1.1 file: every request Chromium makes and its response, a
-    page timeline and the recording clock. Cookies, authorization headers and credentials
-    are stripped before writing; the recording is then audited, and the command fails (exit
-    1) when a secret or a bot-check page remains."""
+    """Record pages into a WARC 1.1 file: every request Chromium makes and its response, each
+    site's robots.txt and 404 page, a page timeline and the recording clock. Cookies,
+    authorization headers and credentials are stripped before writing; the recording is
+    then audited, and the command fails (exit 1) when a secret or a bot-check page remains.
+
+    Pages come from URLs, from today's tasks of --site, or from a task file (--tasks-from);
+    with --tasks-out the tasks are written back naming the recording, ready for
+    `newsbench replay run`. With --agent, the agent also runs the tasks live and every page
+    and call its runs make is recorded (merged in, the task pages winning), so the replay
+    holds what the agent needs. --browse opens a window and records what you browse."""
     import asyncio
 
     from newsbench_dagster.core.browser import BrowserOptions
@@ -767,22 +875,54 @@ def record(
     from newsbench_dagster.resources.newsroom import NewsroomResource
 
     registry = load_sites(SITES_FILE)
+    keys = [s.key for s in registry.sites]
+    if bad := [s for s in site if s not in keys]:
+        _fail(f"unknown site(s) {', '.join(bad)}; the allowlist has: {', '.join(keys)}", 2)
+    todo: list[dict] = _read_tasks(tasks_from) if tasks_from else []
     with _running_newsroom(port):
         routing = NewsroomResource(port=port).routing(registry.allowed_origins)
+        if site:
+            from newsbench_dagster.core.network import Fetcher
+            from newsbench_dagster.core.producer import ALL_INTENTS, todays_tasks
+
+            with Fetcher(routing, registry.allowed_origins) as fetcher:
+                for key in site:
+                    made = todays_tasks(
+                        registry, fetcher, _today(), [key], tuple(intent) or ALL_INTENTS
+                    )
+                    todo += made[:tasks]
+        try:
+            pages = list(dict.fromkeys([*urls, *_task_pages(todo)]))
+        except (KeyError, TypeError) as e:
+            _fail(f"{tasks_from}: a task without entry_url ({e})", 2)
+        if not pages and not browse:
+            _fail("nothing to record: give URLs, --site, --tasks-from or --browse", 2)
+        options = BrowserOptions(routing=routing, headless=not browse)
+        pages_file = out.with_name(out.name + ".pages.tmp") if agent else out
         summary = asyncio.run(
-            record_pages(urls, out, BrowserOptions(routing=routing), settle_ms=settle_ms)
+            record_pages(pages, pages_file, options, settle_ms=settle_ms, until_closed=browse)
         )
+        if agent:
+            if not todo:
+                _fail("--agent needs tasks: give --site or --tasks-from", 2)
+            _record_agent_runs(agent, todo, routing, registry, pages_file, out)
     err.print(
-        f"{out}: {summary.exchanges} exchanges from {len(summary.pages)}/{len(urls)} pages; "
+        f"{out}: {summary.exchanges} exchanges from {len(summary.pages)}/{len(pages)} pages; "
         f"stripped {summary.stripped_headers} secret headers, "
-        f"redacted {summary.redacted_params} credential values"
+        f"redacted {summary.redacted_params} credential values",
+        markup=False,
     )
     for failure in summary.failures:
-        err.print(f"not recorded: {failure['url']}: {failure['error']}")
+        err.print(f"not recorded: {failure['url']}: {failure['error']}", markup=False)
+    if tasks_out and todo:
+        with open(tasks_out, "w", encoding="utf-8") as f:
+            for t in todo:
+                f.write(json.dumps({**t, "replay": {"recording": str(out.resolve())}}) + "\n")
+        err.print(f"{tasks_out}: {len(todo)} task(s) replaying from {out}", markup=False)
     findings = audit(out)
     for finding in findings:
-        err.print(f"audit: {finding}")
-    if findings or not summary.pages:
+        err.print(f"audit: {finding}", markup=False)
+    if findings or not (summary.pages or browse):
         raise typer.Exit(1)
 
 
@@ -880,6 +1020,102 @@ def replay_suggest_rules(
         err.print(f"{out}: rules for {len(rules['sites'])} site(s)")
     else:
         print(text, end="")
+
+
+@replay_app.command("run")
+def replay_run(
+    tasks_file: Annotated[Path, typer.Argument(help="Tasks (JSON or JSON lines).")],
+    agent: Annotated[Path, typer.Option(help="The agent's manifest.")] = AGENTS_DIR
+    / "reference.yaml",
+    recording: Annotated[
+        Path | None, typer.Option(help="Replay every task from this WARC (else each task's own).")
+    ] = None,
+    rules: Annotated[list[Path], typer.Option(help="Extra replay rules files.")] = [],  # noqa: B006
+    trials: Annotated[int, typer.Option(help="Runs of each task.")] = 1,
+    concurrency: Annotated[int, typer.Option(help="Browser contexts in flight.")] = 2,
+    artifacts: Annotated[Path, typer.Option(help="Artifact folder.")] = DATA_DIR / "artifacts",
+) -> None:
+    """Run an agent on tasks replayed from recordings, offline: every request is answered
+    from the WARC (tagged exact, fuzzy, search, blocked or miss in each run's replay.jsonl),
+    nothing reaches the network. Prints how each run scored, then the coverage report: the
+    pages and calls the recordings did not hold, the to-do list for the next recording. A
+    run that failed on a page the recording lacks is excluded as `replay_gap`."""
+    import asyncio
+
+    from newsbench_dagster.core.agents import build_agent, load_manifest
+    from newsbench_dagster.core.artifacts import LocalArtifactStore
+    from newsbench_dagster.core.browser import BrowserOptions
+    from newsbench_dagster.core.errors import ConfigError
+    from newsbench_dagster.core.network import Routing
+    from newsbench_dagster.core.replay import coverage
+    from newsbench_dagster.core.runner import Runner, RunSettings
+    from newsbench_dagster.core.scoring import score_safely
+
+    try:
+        built = build_agent(load_manifest(agent))
+    except ConfigError as e:
+        _fail(str(e), 2)
+    todo = _read_tasks(tasks_file)
+    for i, t in enumerate(todo):
+        if not isinstance(t, dict):
+            _fail(f"{tasks_file}: task {i} is not an object", 2)
+        if recording is not None or rules:
+            spec = dict(t.get("replay") or {})
+            if recording is not None:
+                spec["recording"] = str(recording.resolve())
+            spec["rules"] = [*spec.get("rules", []), *(str(r.resolve()) for r in rules)]
+            t["replay"] = spec
+        if not t.get("replay"):
+            _fail(f"{tasks_file}: task {t.get('id', i)} names no recording (use --recording)", 2)
+    if not todo:
+        _fail(f"{tasks_file}: no tasks", 2)
+    runner = Runner(
+        [built],
+        options=BrowserOptions(routing=Routing.offline()),
+        robots=None,
+        store=LocalArtifactStore(artifacts),
+        settings=RunSettings(trials=trials, concurrency=concurrency),
+        world={"kind": "replay"},
+    )
+    by_id = {t.get("id"): t for t in todo}
+    scores: dict[str, dict] = {}
+    with _progress() as bar:
+        job = bar.add_task(f"{built.manifest.agent_version} (replay)", total=len(todo) * trials)
+
+        def progress(row: dict) -> None:
+            scores[row["run_id"]] = score_safely(row, by_id.get(row["task_id"]))
+            bar.advance(job)
+
+        rows = asyncio.run(runner.run(todo, _today(), progress))
+    table = Table("task", "intent", "result", "class", "exact", "fuzzy", "search", "miss")
+    logs: dict[str, list[dict]] = {}
+    for row in rows:
+        score = scores[row["run_id"]]
+        result = "excluded" if score["excluded"] else ("pass" if score["success"] else "fail")
+        replay = row.get("replay") or {}
+        counts = (replay.get("coverage") or {}).get("counts") or {}
+        logs.setdefault(replay.get("recording") or "?", []).extend(replay.get("log") or [])
+        table.add_row(
+            row["task_id"],
+            row["intent"] or "",
+            result,
+            score["failure_class"] or "",
+            *(str(counts.get(k, 0)) for k in ("exact", "fuzzy", "search", "miss")),
+        )
+    console.print(table)
+    for path, log in logs.items():
+        cov = coverage(log)
+        tags = ", ".join(f"{k} {v}" for k, v in sorted(cov["counts"].items()))
+        console.print(f"coverage of {path}: {tags or 'no requests'}", markup=False)
+        for url in cov["missing_pages"]:
+            console.print(f"  missing page: {url}", markup=False)
+        for url in cov["missing_calls"]:
+            console.print(f"  missing call: {url}", markup=False)
+    scored = [s for s in scores.values() if not s["excluded"]]
+    err.print(
+        f"{sum(bool(s['success']) for s in scored)}/{len(scored)} scored runs passed; "
+        f"{len(scores) - len(scored)} excluded (environment, replay gaps included)"
+    )
 
 
 # -- gate ------------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from io import BytesIO
 from pathlib import Path
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit, urlunsplit
 
 from warcio.archiveiterator import ArchiveIterator
 from warcio.statusandheaders import StatusAndHeaders
@@ -51,6 +51,10 @@ REDACTED = "redacted"
 NOT_FOUND_PATH = "/.newsbench-recorder-not-found"
 # Headers that describe the bytes on the wire, not the (decoded) body the recording keeps.
 _WIRE_HEADERS = frozenset({"content-encoding", "transfer-encoding", "content-length"})
+# Request headers the capturing client sets itself (it decodes what it asks to be encoded).
+_NOT_FORWARDED = frozenset(
+    {"host", "content-length", "accept-encoding", "connection", "proxy-connection"}
+)
 # A bot wall or CAPTCHA instead of the page: markers of the common challenge pages.
 _BOT_CHECK = re.compile(
     r"(g-recaptcha|h-captcha|hcaptcha\.com|cf-challenge|challenge-platform|cf_chl_|"
@@ -195,6 +199,7 @@ async def record(
     info: dict | None = None,
     site_files: bool = True,
     idle_timeout_ms: int = 5_000,
+    until_closed: bool = False,
 ) -> RecordingSummary:
     """Load each start URL in Chromium (`options`: a `core.browser.BrowserOptions`) and write
     every request the pages make, and its response, to `out`."""
@@ -297,11 +302,77 @@ async def record(
                 except PlaywrightError as e:
                     recorder.timeline(url, {"event": "failed", "error": str(e)[:200], "t": clock()})
                     recorder.summary.failures.append({"url": url, "error": str(e)[:200]})
+            if until_closed:
+                # A person browsing (a visible window): every page they open is recorded, with
+                # its navigations on the timeline, until they close the last window.
+                def on_nav(frame) -> None:
+                    if frame.parent_frame is None:
+                        recorder.timeline(frame.url, {"event": "navigated", "t": clock()})
+
+                for p in context.pages:
+                    p.on("framenavigated", on_nav)
+                context.on("page", lambda p: p.on("framenavigated", on_nav))
+                while open_pages := [p for p in context.pages if not p.is_closed()]:
+                    with contextlib.suppress(PlaywrightError):
+                        await open_pages[0].wait_for_event("close", timeout=0)
             await drain()  # bodies still being read
             await browser.close()
     finally:
         summary = recorder.close()
     return summary
+
+
+async def capture(route, recorder: WarcRecorder, client) -> None:
+    """A route handler's way to record a live run: the request the page made is sent on by
+    `client` (an httpx.AsyncClient on the run's routing: same proxy, same world), its
+    response written to the recording, then handed to the page. A navigation's redirect is
+    recorded as such and re-routed, so its next hop is captured too (a fulfilled 3xx would
+    be followed by the browser unseen); a sub-resource's chain is followed here."""
+    import httpx
+
+    req = route.request
+    nav = req.is_navigation_request()
+    sent = {
+        k: v
+        for k, v in (await req.all_headers()).items()
+        if not k.startswith(":") and k.lower() not in _NOT_FORWARDED
+    }
+    body = req.post_data_buffer
+    # A kept-alive connection the server has just closed fails the first read: a GET is
+    # safe to send again once.
+    tries = 2 if req.method in ("GET", "HEAD") else 1
+    for attempt in range(tries):
+        try:
+            resp = await client.request(
+                req.method, req.url, headers=sent, content=body, follow_redirects=not nav
+            )
+            break
+        except httpx.HTTPError as e:
+            if attempt + 1 < tries and isinstance(e, httpx.ReadError | httpx.RemoteProtocolError):
+                continue
+            recorder.summary.failures.append({"url": req.url, "error": f"{type(e).__name__}: {e}"})
+            await route.abort("connectionfailed")
+            return
+    headers = list(resp.headers.multi_items())
+    recorder.exchange(
+        req.method,
+        req.url,
+        list(sent.items()),
+        req.post_data_buffer,
+        resp.status_code,
+        resp.reason_phrase,
+        headers,
+        resp.content,
+    )
+    location = resp.headers.get("location")
+    if nav and 300 <= resp.status_code < 400 and location:
+        await route._impl_obj._redirect_navigation_request(urljoin(req.url, location))
+        return
+    await route.fulfill(
+        status=resp.status_code,
+        headers={k: v for k, v in resp.headers.items() if k.lower() not in _WIRE_HEADERS},
+        body=resp.content,
+    )
 
 
 # -- reading ---------------------------------------------------------------------------------

@@ -104,6 +104,10 @@ class Recording:
         dates = [d for e in self.exchanges if (d := _parse_date(e.date))]
         return min(dates) if dates else datetime.now(UTC)
 
+    def holds(self, url: str) -> bool:
+        """Whether the recording has anything of `url`'s host."""
+        return urlsplit(url).netloc.lower() in self.hosts
+
     def clock_at(self, url: str | None) -> datetime:
         """The time `url` was served at: its first recorded response's HTTP Date (the
         site's own clock), else when it was captured (WARC-Date), else when the recording

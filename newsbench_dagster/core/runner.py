@@ -41,6 +41,7 @@ from newsbench_dagster.core.failures import EnvFailure
 from newsbench_dagster.core.network import RequestRecord, RobotsRules, Routing
 from newsbench_dagster.core.observation import observe
 from newsbench_dagster.core.profiles import ProfileCatalog, load_profiles
+from newsbench_dagster.core.recording import capture
 from newsbench_dagster.core.replayer import Recording, RecordingError, ReplaySession, recording_path
 from newsbench_dagster.core.sites import origin_of
 from newsbench_dagster.core.tasks import validation_errors
@@ -92,6 +93,9 @@ class RunSettings:
     # Where a task's relative `replay.recording` (and rules files) are found; None = the
     # project root.
     recordings_dir: str | None = None
+    # Record live runs: a `core.recording.WarcRecorder` every allowed request of every run
+    # is written to (what the agent and the harness loaded, to replay later).
+    record: Any = None
 
     def keeps(self, kind: str) -> bool:
         return kind in self.artifacts and (kind != "screenshot" or self.screenshot)
@@ -185,6 +189,7 @@ class Runner:
         self._pace_locks: dict[str, asyncio.Lock] = {}
         self._probe_pool: dict[str, list[tuple]] = {}  # (context, page, cdp session)
         self._last_load: dict[str, float] = {}
+        self._capture_client: httpx.AsyncClient | None = None  # recording live runs
 
     # -- browser ----------------------------------------------------------------------------
     def _options(self, offline: bool) -> BrowserOptions:
@@ -224,6 +229,10 @@ class Runner:
     ) -> list[dict]:
         jobs = self.schedule(tasks)
         sem = asyncio.Semaphore(self.settings.concurrency)
+        if self.settings.record is not None:
+            self._capture_client = httpx.AsyncClient(
+                proxy=self.options.routing.proxy, trust_env=False, timeout=30
+            )
         async with async_playwright() as pw:
 
             async def one(job):
@@ -241,6 +250,9 @@ class Runner:
                     with contextlib.suppress(PlaywrightError):
                         await browser.close()
                 self._browsers.clear()
+                if self._capture_client is not None:
+                    await self._capture_client.aclose()
+                    self._capture_client = None
         return sorted(rows, key=lambda r: r["run_id"])
 
     def schedule(self, tasks: Sequence[dict]) -> list[tuple[dict, Agent, int]]:
@@ -885,6 +897,8 @@ class Runner:
             origin = origin_of(url)
             on_list = origin in allowed
             robots_ok = robots.allows(url) if on_list else True
+            if on_list and state.recording is not None and not state.recording.holds(url):
+                robots_ok = True  # no such host in the recording: the replay answers a miss
             if on_list and robots_ok:
                 state.requests.append(
                     RequestRecord(
@@ -908,6 +922,8 @@ class Runner:
                 }
                 if state.replay is not None:
                     await state.replay.answer(route)  # from the recording, never the network
+                elif self.settings.record is not None and self._capture_client is not None:
+                    await capture(route, self.settings.record, self._capture_client)
                 else:
                     await route.continue_()
                 return
