@@ -240,7 +240,21 @@ def test_the_requested_run_evaluates_both_on_identical_tasks_and_the_gate_blocks
         decision = con.execute(
             "SELECT verdict, candidate_version, n_tasks FROM newsbench.release_decision"
         ).fetchall()
+        # The replay-backed regression tasks ran like the live ones, labelled as replayed,
+        # with their recording and replay log stored next to the run.
+        replayed = con.execute(
+            """SELECT r.role, s.intent, s.success, json_extract_string(r.replay, '$.recording'),
+                      json_array_length(json_extract(r.replay, '$.log'))
+               FROM newsbench.candidate_scores s JOIN newsbench.candidate_runs r USING (run_id)
+               WHERE s.replayed AND r.counted"""
+        ).fetchall()
     assert ids["candidate"] == ids["baseline"] and len(ids["candidate"]) >= 5
+    assert {(role, intent) for role, intent, *_ in replayed} >= {
+        ("candidate", "find_top_headline"),
+        ("baseline", "find_top_headline"),
+    }
+    assert all(rec.endswith("harbor-2026-12-01.warc.gz") and n > 0 for *_, rec, n in replayed)
+    assert all(ok for role, _, ok, *_ in replayed if role == "baseline")
     assert decision == [("block", request.partition_key, len(ids["candidate"]))]
 
     # The analysts' release-gate SQL (BigQuery dialect, run here on DuckDB) reads the same
