@@ -43,8 +43,10 @@ SECRET_HEADERS = frozenset(
 )
 # Query parameters whose value is a credential or identifies the reader.
 _SECRET_PARAM = re.compile(
-    r"(token|secret|passw|api[_-]?key|apikey|session|sessid|^sid$|auth|signature|^sig$)", re.I
-)
+    r"(token|secret|passw|api[_-]?key|apikey|session|sessid|signature|credential"
+    r"|^(sid|sig|key)$|(^|[_-])auth($|[_-]|orization))",
+    re.I,
+)  # "auth" as a word of the name only: `author` is content, not a credential
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.-]+")
 REDACTED = "redacted"
 # Asked of every recorded site so that the recording holds the site's own 404 page.
@@ -81,6 +83,49 @@ def clean_url(url: str) -> tuple[str, int]:
             v, n = REDACTED, n + 1
         pairs.append((k, v))
     return (urlunsplit(parts._replace(query=urlencode(pairs))) if n else url), n
+
+
+def clean_body(body: bytes | None) -> tuple[bytes, int]:
+    """A request body with personal data and credentials redacted (form fields and JSON
+    values named like a secret, and e-mail addresses anywhere); and how many values were.
+    Replay keys live requests through the same function, so a redacted field still
+    matches its recording."""
+    if not body:
+        return b"", 0
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        return body, 0  # binary uploads are kept as sent
+    stripped = text.strip()
+    if stripped[:1] in ("{", "["):
+        try:
+            doc = json.loads(stripped)
+        except ValueError:
+            doc = None
+        if doc is not None:
+            count = [0]
+
+            def walk(v, key=""):
+                if isinstance(v, dict):
+                    return {k: walk(x, k) for k, x in v.items()}
+                if isinstance(v, list):
+                    return [walk(x, key) for x in v]
+                if isinstance(v, str) and v and (_SECRET_PARAM.search(key) or _EMAIL.search(v)):
+                    count[0] += 1
+                    return REDACTED
+                return v
+
+            cleaned = walk(doc)
+            return (json.dumps(cleaned).encode() if count[0] else body), count[0]
+    if "=" in text and " " not in stripped:
+        pairs, n = [], 0
+        for k, v in parse_qsl(text, keep_blank_values=True):
+            if v and (_SECRET_PARAM.search(k) or _EMAIL.search(v)):
+                v, n = REDACTED, n + 1
+            pairs.append((k, v))
+        return (urlencode(pairs).encode() if n else body), n
+    cleaned, n = _EMAIL.subn(REDACTED, text)
+    return (cleaned.encode() if n else body), n
 
 
 @dataclass
@@ -130,6 +175,8 @@ class WarcRecorder:
         body: bytes,
     ) -> None:
         url, n_params = clean_url(url)
+        request_body, n_body = clean_body(request_body)
+        n_params += n_body
         req_headers = [(k, v) for k, v in request_headers if k.lower() not in SECRET_HEADERS]
         resp_headers = [
             (k, v)
@@ -175,9 +222,10 @@ class WarcRecorder:
         """A page event (navigation, load, failure) as a metadata record, on the recording
         clock (`t` seconds since the recording started)."""
         url, _ = clean_url(page_url)
-        body = json.dumps(entry, default=str).encode()
+        body = json.dumps({"page": url, **entry}, default=str).encode()
+        # Not the page's own URI: replay tools (pywb) would serve this record as the page.
         record = self._writer.create_warc_record(
-            url,
+            f"urn:newsbench:timeline:{url}",
             "metadata",
             payload=BytesIO(body),
             length=len(body),
@@ -437,6 +485,10 @@ def audit(path: str | Path) -> list[Finding]:
                         found.append(Finding(offset, url, "authorization", f"{name} header"))
             if url and clean_url(url)[1]:
                 found.append(Finding(offset, url, "credential_param", "credential in the URL"))
+            if rec.rec_type == "request" and clean_body(body)[1]:
+                found.append(
+                    Finding(offset, url, "personal_data", "e-mail or credential in the body")
+                )
             if rec.rec_type == "response" and body:
                 ctype = (
                     rec.http_headers.get_header("Content-Type") or "" if rec.http_headers else ""

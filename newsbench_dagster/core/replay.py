@@ -143,9 +143,14 @@ class Matcher:
         self.rules = rules
         self._exact: dict[tuple, list[Exchange]] = defaultdict(list)
         self._by_key: dict[tuple, list[Exchange]] = defaultdict(list)
+        from newsbench_dagster.core.recording import clean_body, clean_url
+
         for ex in sorted(exchanges, key=lambda e: e.order):
-            self._exact[(ex.method.upper(), ex.url, ex.body)].append(ex)
-            self._by_key[rules.key(ex.method, ex.url, ex.body)[0]].append(ex)
+            # Another tool's WARC may hold credentials and personal data unredacted: keyed
+            # as ours would have recorded them.
+            url, body = clean_url(ex.url)[0], clean_body(ex.body)[0]
+            self._exact[(ex.method.upper(), url, body)].append(ex)
+            self._by_key[rules.key(ex.method, url, body)[0]].append(ex)
         self._served: dict[tuple, int] = defaultdict(int)
         self.log: list[dict] = []
 
@@ -156,7 +161,11 @@ class Matcher:
         return found[min(i, len(found) - 1)]
 
     def match(self, method: str, url: str, body: bytes = b"") -> Decision:
-        decision = self._decide(method, url, body or b"")
+        from newsbench_dagster.core.recording import clean_body, clean_url
+
+        # Recordings keep credentials and personal data redacted (URLs and bodies): a live
+        # request is compared as it would have been recorded.
+        decision = self._decide(method, clean_url(url)[0], clean_body(body)[0])
         self.log.append({"method": method, "url": url, "tag": decision.tag, "rule": decision.rule})
         return decision
 
@@ -168,7 +177,9 @@ class Matcher:
         exact = self._exact.get((method.upper(), url, body))
         key, fired = self.rules.key(method, url, body)
         if exact:
-            return Decision("exact", "identical request", self._next(("x", key), exact))
+            # One position per key, shared with normalised matches: a repeated resource
+            # asked for with and without noise still gets its responses in recorded order.
+            return Decision("exact", "identical request", self._next(key, self._by_key[key]))
         if found := self._by_key.get(key):
             return Decision("fuzzy", "; ".join(fired) or "normalised", self._next(key, found))
         if decision := self._search(method, parts, key):

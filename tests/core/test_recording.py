@@ -51,6 +51,9 @@ def test_the_recording_is_standard_warc_that_warcio_reads_and_indexes(recording)
         assert b"<html" in rec.content_stream().read().lower()
     # The timeline and the recording clock are in the file.
     assert [e["type"] for e in entries].count("metadata") == 4  # 2 site files, nav, load
+    # The timeline is not filed under the pages' own URIs (pywb would serve it as the page).
+    meta = [e["url"] for e in entries if e["type"] == "metadata"]
+    assert all(u.startswith("urn:newsbench:timeline:") for u in meta)
     # What replay needs besides the pages: the site's robots.txt and its own 404 page.
     statuses = {e["url"]: e.get("status") for e in entries if e["type"] == "response"}
     assert statuses["http://harbor-herald.test/robots.txt"] == "200"
@@ -190,3 +193,39 @@ def test_recording_merge_command_reports_and_refuses_junk(tmp_path):
     junk.write_bytes(b"not a warc at all")
     result = CliRunner().invoke(app, ["recording", "merge", str(a), str(junk), "--out", str(out)])
     assert result.exit_code == 2 and "junk.warc.gz" in result.output
+
+
+def test_personal_data_in_request_bodies_is_redacted_and_the_audit_catches_leftovers(tmp_path):
+    from newsbench_dagster.core.recording import WarcRecorder, clean_body
+
+    form = b"newsletter=morning&email=reader%40example.com&csrf=abc"
+    cleaned, n = clean_body(form)
+    assert n == 1 and b"example.com" not in cleaned and b"newsletter=morning" in cleaned
+    doc, n = clean_body(b'{"user": {"email": "a@b.test", "api_key": "k1"}, "q": "bridge"}')
+    assert n == 2 and b"a@b.test" not in doc and b"k1" not in doc and b"bridge" in doc
+
+    path = tmp_path / "post.warc.gz"
+    rec = WarcRecorder(path)
+    rec.exchange("POST", "http://harbor-herald.test/newsletter", [], form, 200, "OK", [], b"ok")
+    rec.close()
+    assert audit(path) == []
+    with open(path, "rb") as f:
+        bodies = [r.content_stream().read() for r in ArchiveIterator(f) if r.rec_type == "request"]
+    assert bodies == [cleaned]
+
+    # A WARC from elsewhere that kept the reader's e-mail in a POST body fails the audit.
+    raw = tmp_path / "raw.warc.gz"
+    with open(raw, "wb") as f:
+        writer = WARCWriter(f, gzip=True)
+        req = writer.create_warc_record(
+            "http://harbor-herald.test/newsletter",
+            "request",
+            payload=BytesIO(form),
+            length=len(form),
+            http_headers=StatusAndHeaders(
+                "POST /newsletter HTTP/1.1", [("Host", "harbor-herald.test")], is_http_request=True
+            ),
+        )
+        writer.write_record(req)
+    [finding] = audit(raw)
+    assert finding.kind == "personal_data"

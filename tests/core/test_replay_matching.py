@@ -152,3 +152,39 @@ def test_rules_are_inferred_from_a_recording_and_the_cli_writes_them(tmp_path):
     m = Matcher(recorded, Rules.load(out))
     assert m.match("GET", f"{H}/?cb=999").tag == "fuzzy"
     assert m.match("GET", f"{H}/news/city/third-title-42").exchange.url.endswith("-42")
+
+
+def test_a_repeated_resource_keeps_recorded_order_with_and_without_noise():
+    m = matcher()
+    first = m.match("GET", f"{H}/fragments/most-read")
+    second = m.match("GET", f"{H}/fragments/most-read?_=1764504000000")
+    third = m.match("GET", f"{H}/fragments/most-read")
+    assert (first.tag, second.tag, third.tag) == ("exact", "fuzzy", "exact")
+    assert [d.exchange.response for d in (first, second, third)] == [
+        "most-read 1",
+        "most-read 2",
+        "most-read 2",  # then the last again
+    ]
+
+
+def test_what_the_recorder_redacts_still_matches_and_content_params_are_kept():
+    from newsbench_dagster.core.recording import clean_url
+
+    recorded = [
+        Exchange("GET", clean_url(f"{H}/live?token=abc123")[0], order=0, response="live"),
+        Exchange("GET", f"{H}/news/city/?author=jane-doe", order=1, response="jane"),
+    ]
+    assert recorded[0].url.endswith("token=redacted") and recorded[1].url.endswith("jane-doe")
+    m = Matcher(recorded, Rules.load())
+    # The page asks with its own token: compared as it would have been recorded.
+    assert m.match("GET", f"{H}/live?token=zzz999").exchange.response == "live"
+    assert m.match("GET", f"{H}/news/city/?author=jane-doe").tag == "exact"
+    assert m.match("GET", f"{H}/news/city/?author=john-roe").tag == "miss"
+
+
+def test_beacon_rules_block_whole_segments_not_article_slugs():
+    m = matcher()
+    assert m.match("GET", f"{H}/beacon.gif?e=view").tag == "blocked"
+    assert m.match("GET", f"{H}/analytics/collect").tag == "blocked"
+    slug = m.match("GET", f"{H}/news/city/beacon-hill-residents-protest-123")
+    assert slug.tag == "fuzzy" and slug.exchange.response == "article"
