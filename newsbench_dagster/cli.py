@@ -625,6 +625,25 @@ def agents_list(
     console.print(table)
 
 
+def _run_scored(runner, todo: list[dict], day: date, label: str, trials: int):
+    """Run the tasks with a progress bar, scoring each run as it ends."""
+    import asyncio
+
+    from newsbench_dagster.core.scoring import score_safely
+
+    by_id = {t.get("id"): t for t in todo}
+    scores: dict[str, dict] = {}
+    with _progress() as bar:
+        job = bar.add_task(label, total=len(todo) * trials)
+
+        def progress(row: dict) -> None:
+            scores[row["run_id"]] = score_safely(row, by_id.get(row["task_id"]))
+            bar.advance(job)
+
+        rows = asyncio.run(runner.run(todo, day, progress))
+    return rows, scores
+
+
 @agents_app.command("try")
 def agents_try(
     manifest: Annotated[Path, typer.Argument(help="The agent's manifest (YAML).")],
@@ -648,7 +667,6 @@ def agents_try(
     """Run one agent on today's tasks of the embedded newsroom and print how each run was
     scored, without Dagster or the warehouse: the quickest way to see an agent through the
     harness (failure classes, answers, artifacts)."""
-    import asyncio
 
     from newsbench_dagster.core.agents import build_agent, load_manifest
     from newsbench_dagster.core.artifacts import LocalArtifactStore
@@ -657,7 +675,6 @@ def agents_try(
     from newsbench_dagster.core.network import Fetcher, RobotsRules
     from newsbench_dagster.core.producer import ALL_INTENTS, todays_tasks
     from newsbench_dagster.core.runner import Runner, RunSettings
-    from newsbench_dagster.core.scoring import score_safely
     from newsbench_dagster.core.sites import load_sites
     from newsbench_dagster.paths import SITES_FILE
     from newsbench_dagster.resources.newsroom import NewsroomResource
@@ -699,16 +716,7 @@ def agents_try(
             settings=RunSettings(trials=trials, concurrency=concurrency, task_set=task_set),
             world={"kind": "newsroom", "port": port},
         )
-        by_id = {t["id"]: t for t in todo}
-        scores: dict[str, dict] = {}
-        with _progress() as bar:
-            job = bar.add_task(f"{agent.manifest.agent_version}", total=len(todo) * trials)
-
-            def progress(row: dict) -> None:
-                scores[row["run_id"]] = score_safely(row, by_id.get(row["task_id"]))
-                bar.advance(job)
-
-            rows = asyncio.run(runner.run(todo, day, progress))
+        rows, scores = _run_scored(runner, todo, day, agent.manifest.agent_version, trials)
     table = Table("site", "intent", "result", "class", "answer s", "steps", "artifacts")
     for row in rows:
         score = scores[row["run_id"]]
@@ -1040,7 +1048,6 @@ def replay_run(
     nothing reaches the network. Prints how each run scored, then the coverage report: the
     pages and calls the recordings did not hold, the to-do list for the next recording. A
     run that failed on a page the recording lacks is excluded as `replay_gap`."""
-    import asyncio
 
     from newsbench_dagster.core.agents import build_agent, load_manifest
     from newsbench_dagster.core.artifacts import LocalArtifactStore
@@ -1049,7 +1056,6 @@ def replay_run(
     from newsbench_dagster.core.network import Routing
     from newsbench_dagster.core.replay import coverage
     from newsbench_dagster.core.runner import Runner, RunSettings
-    from newsbench_dagster.core.scoring import score_safely
 
     try:
         built = build_agent(load_manifest(agent))
@@ -1077,16 +1083,8 @@ def replay_run(
         settings=RunSettings(trials=trials, concurrency=concurrency),
         world={"kind": "replay"},
     )
-    by_id = {t.get("id"): t for t in todo}
-    scores: dict[str, dict] = {}
-    with _progress() as bar:
-        job = bar.add_task(f"{built.manifest.agent_version} (replay)", total=len(todo) * trials)
-
-        def progress(row: dict) -> None:
-            scores[row["run_id"]] = score_safely(row, by_id.get(row["task_id"]))
-            bar.advance(job)
-
-        rows = asyncio.run(runner.run(todo, _today(), progress))
+    label = f"{built.manifest.agent_version} (replay)"
+    rows, scores = _run_scored(runner, todo, _today(), label, trials)
     table = Table("task", "intent", "result", "class", "exact", "fuzzy", "search", "miss")
     logs: dict[str, list[dict]] = {}
     for row in rows:

@@ -702,16 +702,10 @@ class Runner:
             else:
                 kind = EnvFailure.SITE_DOWN
             return kind, f"robots.txt of {origin_of(url)} unreachable"
-        try:
-            resp = await page.goto(
-                url, wait_until="domcontentloaded", timeout=self.settings.entry_timeout_s * 1000
-            )
-        except PlaywrightError as e:
-            msg = str(e).splitlines()[0]
-            if "Timeout" in msg:
-                return EnvFailure.NAVIGATION_TIMEOUT, f"entry {url}: {msg}"
-            if "ERR_BLOCKED_BY_CLIENT" in msg:
-                return EnvFailure.ENTRY_UNAVAILABLE, f"entry {url} is not allowed: {msg}"
+        resp, msg = await self._goto_entry(page, url)
+        if msg is not None:
+            if failure := _entry_refused(url, msg):
+                return failure
             kind = _site_failure([msg])
             if kind is EnvFailure.SITE_DOWN and not self._fixture_up():
                 kind = EnvFailure.FIXTURE_NOT_STARTED
@@ -722,6 +716,16 @@ class Runner:
             return EnvFailure.ENTRY_UNAVAILABLE, f"entry {url}: HTTP {resp.status}"
         return None
 
+    async def _goto_entry(self, page: Page, url: str):
+        """The entry page's response, or the first line of the navigation's error."""
+        try:
+            resp = await page.goto(
+                url, wait_until="domcontentloaded", timeout=self.settings.entry_timeout_s * 1000
+            )
+        except PlaywrightError as e:
+            return None, str(e).splitlines()[0]
+        return resp, None
+
     async def _load_replayed_entry(
         self, page: Page, task: dict, state: _RunState
     ) -> tuple[EnvFailure, str] | None:
@@ -729,17 +733,12 @@ class Runner:
         the recording (the environment), not something the agent could have done better."""
         url = task["entry_url"]
         where = state.recording.path.name
-        try:
-            resp = await page.goto(
-                url, wait_until="domcontentloaded", timeout=self.settings.entry_timeout_s * 1000
+        resp, msg = await self._goto_entry(page, url)
+        if msg is not None:
+            return _entry_refused(url, msg) or (
+                EnvFailure.REPLAY_GAP,
+                f"entry {url} is not in {where}: {msg}",
             )
-        except PlaywrightError as e:
-            msg = str(e).splitlines()[0]
-            if "ERR_BLOCKED_BY_CLIENT" in msg:
-                return EnvFailure.ENTRY_UNAVAILABLE, f"entry {url} is not allowed: {msg}"
-            if "Timeout" in msg:
-                return EnvFailure.NAVIGATION_TIMEOUT, f"entry {url}: {msg}"
-            return EnvFailure.REPLAY_GAP, f"entry {url} is not in {where}: {msg}"
         entry = next(
             (e for e in state.replay.log if e["type"] == "document" and e["url"] == url), None
         )
@@ -1156,6 +1155,15 @@ def _final_page(tools: BrowserTools, page: Page, context: BrowserContext) -> Pag
     for candidate in (tools.page, page, *reversed(context.pages)):
         if candidate is not None and not candidate.is_closed():
             return candidate
+    return None
+
+
+def _entry_refused(url: str, msg: str) -> tuple[EnvFailure, str] | None:
+    """An entry navigation that timed out or that the guard refused (live or replayed)."""
+    if "Timeout" in msg:
+        return EnvFailure.NAVIGATION_TIMEOUT, f"entry {url}: {msg}"
+    if "ERR_BLOCKED_BY_CLIENT" in msg:
+        return EnvFailure.ENTRY_UNAVAILABLE, f"entry {url} is not allowed: {msg}"
     return None
 
 
