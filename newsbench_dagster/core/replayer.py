@@ -25,6 +25,7 @@ from urllib.parse import urljoin, urlsplit
 from protego import Protego
 
 from newsbench_dagster.core.network import RobotsRules
+from newsbench_dagster.core.recording import SECRET_HEADERS
 from newsbench_dagster.core.replay import Exchange, Matcher, Rules, coverage, exchanges_from_warc
 
 # Not forwarded to the page: the body served is the decoded one, its length is recomputed.
@@ -143,7 +144,12 @@ class Recording:
             http = rec.http_headers
         if http is None:
             return Payload(200, [], body)
-        headers = [(k, v) for k, v in http.headers if k.lower() not in _HOP_HEADERS]
+        # Another tool's WARC may hold a recorded reader's cookies: never handed to this one.
+        headers = [
+            (k, v)
+            for k, v in http.headers
+            if k.lower() not in _HOP_HEADERS and k.lower() not in SECRET_HEADERS
+        ]
         return Payload(int(http.get_statuscode() or 200), headers, body)
 
     def not_found(self, host: str) -> Payload:

@@ -299,3 +299,57 @@ def test_a_task_with_malformed_grading_is_refused_naming_the_field(world):
     [problem] = validation_errors(bad)
     assert "$.grading.require[0].op" in problem and "equal" in problem
     assert validation_errors({**lead, "replay": {"recording": ""}})  # an empty path is refused
+
+
+def test_a_warc_from_another_tool_replays(tmp_path):
+    """WARC/1.0 as a crawler writes it: no request records, a gzip-encoded body, chunked
+    transfer, a session cookie. Replay decodes the body, never serves the cookie, and answers
+    the page's own noisy re-request."""
+    import gzip as gz
+    from io import BytesIO
+
+    from warcio.statusandheaders import StatusAndHeaders
+    from warcio.warcwriter import WARCWriter
+
+    html = b"<html><head><title>Crawled</title></head><body><h1>From a crawler</h1></body></html>"
+    packed = gz.compress(html)
+    chunked = b"%x\r\n" % len(packed) + packed + b"\r\n0\r\n\r\n"
+    path = tmp_path / "crawler.warc.gz"
+    with open(path, "wb") as f:
+        writer = WARCWriter(f, gzip=True, warc_version="WARC/1.0")
+        headers = StatusAndHeaders(
+            "200 OK",
+            [
+                ("Content-Type", "text/html"),
+                ("Content-Encoding", "gzip"),
+                ("Transfer-Encoding", "chunked"),
+                ("Set-Cookie", "session=abc"),
+            ],
+            protocol="HTTP/1.1",
+        )
+        rec = writer.create_warc_record(
+            "http://crawled.test/page", "response", payload=BytesIO(chunked), http_headers=headers
+        )
+        writer.write_record(rec)
+    recording = Recording(path)
+
+    async def go():
+        from playwright.async_api import async_playwright
+
+        options = BrowserOptions(routing=Routing.offline())
+        async with async_playwright() as pw:
+            browser = await pw.chromium.launch(**options.launch_kwargs())
+            context = await browser.new_context(**options.context_kwargs())
+            session = recording.session()
+            await session.attach(context)
+            page = await context.new_page()
+            await page.goto("http://crawled.test/page?utm_source=feed")
+            text = await page.locator("h1").inner_text()
+            cookies = await context.cookies()
+            await browser.close()
+            return text, cookies, session.log
+
+    text, cookies, log = asyncio.run(go())
+    assert text == "From a crawler"
+    assert cookies == []  # a recorded Set-Cookie is not replayed into the reader's browser
+    assert log[0]["tag"] == "fuzzy" and "utm_" in log[0]["rule"]
