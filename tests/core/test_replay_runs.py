@@ -353,3 +353,46 @@ def test_a_warc_from_another_tool_replays(tmp_path):
     assert text == "From a crawler"
     assert cookies == []  # a recorded Set-Cookie is not replayed into the reader's browser
     assert log[0]["tag"] == "fuzzy" and "utm_" in log[0]["rule"]
+
+
+def test_recorded_redirects_are_followed_inside_the_recording(tmp_path):
+    from newsbench_dagster.core.recording import WarcRecorder
+
+    h = "http://harbor-herald.test"
+    path = tmp_path / "redirects.warc.gz"
+    rec = WarcRecorder(path)
+    html = [("Content-Type", "text/html")]
+    rec.exchange("GET", f"{h}/old", [], None, 301, "Moved", [("Location", "/new")], b"")
+    rec.exchange("GET", f"{h}/new", [], None, 200, "OK", html, b"<h1>New home</h1>")
+    rec.exchange("GET", f"{h}/api/v1", [], None, 302, "Found", [("Location", f"{h}/api/v2")], b"")
+    rec.exchange("GET", f"{h}/api/v2", [], None, 200, "OK", [], b"v2 data")
+    rec.close()
+    recording = Recording(path)
+
+    async def go():
+        from playwright.async_api import async_playwright
+
+        options = BrowserOptions(routing=Routing.offline())
+        async with async_playwright() as pw:
+            browser = await pw.chromium.launch(**options.launch_kwargs())
+            context = await browser.new_context(**options.context_kwargs())
+            session = recording.session()
+            await session.attach(context)
+            page = await context.new_page()
+            await page.goto(f"{h}/old")
+            seen = (page.url, await page.locator("h1").inner_text())
+            data = await page.evaluate(f"fetch('{h}/api/v1').then(r => r.text())")
+            await browser.close()
+            return seen, data, session.log
+
+    (url, heading), data, log = asyncio.run(go())
+    # A navigation's redirect is a real one (the page ends on the new URL), its hop answered
+    # from the recording too; a call's redirect chain is resolved inside the recording.
+    assert (url, heading) == (f"{h}/new", "New home")
+    assert data == "v2 data"
+    assert [(e["url"], e["status"]) for e in log] == [
+        (f"{h}/old", 301),
+        (f"{h}/new", 200),
+        (f"{h}/api/v1", 200),
+    ]
+    assert log[2]["hops"] == [f"{h}/api/v2"]
