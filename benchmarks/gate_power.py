@@ -42,12 +42,13 @@ def measured_population(trials: int) -> list[dict]:
     from newsbench_dagster.core.agents import AgentManifest, build_agent
     from newsbench_dagster.core.artifacts import LocalArtifactStore
     from newsbench_dagster.core.browser import BrowserOptions
-    from newsbench_dagster.core.network import Fetcher, RobotsRules, Routing
+    from newsbench_dagster.core.network import Fetcher, RobotsRules
     from newsbench_dagster.core.producer import todays_tasks
     from newsbench_dagster.core.runner import Runner, RunSettings
     from newsbench_dagster.core.scoring import score_safely
     from newsbench_dagster.core.sites import load_sites
     from newsbench_dagster.newsroom import FixedClock, Newsroom, NewsroomServer
+    from newsbench_dagster.newsroom.launcher import newsroom_routing
     from newsbench_dagster.paths import SITES_FILE
 
     registry = load_sites(SITES_FILE)
@@ -56,11 +57,7 @@ def measured_population(trials: int) -> list[dict]:
         NewsroomServer(Newsroom(seed=7), clock=FixedClock(FROZEN_AT)) as server,
         tempfile.TemporaryDirectory() as tmp,
     ):
-        routing = Routing.via_proxy(
-            server.address,
-            run_header="X-Newsroom-Run",
-            events_url=f"{server.address}/__newsroom/events?scope=run:{{scope}}",
-        )
+        routing = newsroom_routing(server.address)
         with Fetcher(routing, registry.allowed_origins) as fetcher:
             robots = RobotsRules.fetch(fetcher, registry.allowed_origins)
             tasks = todays_tasks(registry, fetcher, FROZEN_AT.date())

@@ -22,12 +22,13 @@ from datetime import UTC, datetime
 from newsbench_dagster.core.agents import AgentManifest, build_agent
 from newsbench_dagster.core.artifacts import LocalArtifactStore
 from newsbench_dagster.core.browser import BrowserOptions
-from newsbench_dagster.core.network import Fetcher, RobotsRules, Routing
+from newsbench_dagster.core.network import Fetcher, RobotsRules
 from newsbench_dagster.core.producer import READ_INTENTS, make_tasks, poll_site
 from newsbench_dagster.core.runner import Runner, RunSettings
 from newsbench_dagster.core.scoring import score_run
 from newsbench_dagster.core.sites import load_sites
 from newsbench_dagster.newsroom import FixedClock, Newsroom, NewsroomServer
+from newsbench_dagster.newsroom.launcher import newsroom_routing
 from newsbench_dagster.paths import SITES_FILE
 
 FROZEN_AT = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
@@ -43,11 +44,7 @@ def make_runs(articles: int) -> tuple[list[dict], dict[str, dict]]:
         NewsroomServer(Newsroom(seed=7), clock=FixedClock(FROZEN_AT)) as server,
         tempfile.TemporaryDirectory() as tmp,
     ):
-        routing = Routing.via_proxy(
-            server.address,
-            run_header="X-Newsroom-Run",
-            events_url=f"{server.address}/__newsroom/events?scope=run:{{scope}}",
-        )
+        routing = newsroom_routing(server.address)
         tasks: list[dict] = []
         with Fetcher(routing, registry.allowed_origins) as fetcher:
             sites = registry.sites

@@ -625,6 +625,22 @@ def agents_list(
     console.print(table)
 
 
+def _allowlist(sites: list[str], intents: list[str]):
+    """The allowlist, with the sites and intents a command was given checked against it
+    (exit 2 naming the unknown ones)."""
+    from newsbench_dagster.core.producer import ALL_INTENTS
+    from newsbench_dagster.core.sites import load_sites
+    from newsbench_dagster.paths import SITES_FILE
+
+    if bad := [i for i in intents if i not in ALL_INTENTS]:
+        _fail(f"unknown intent(s) {', '.join(bad)}; known: {', '.join(ALL_INTENTS)}", 2)
+    registry = load_sites(SITES_FILE)
+    keys = [s.key for s in registry.sites]
+    if bad := [s for s in sites if s not in keys]:
+        _fail(f"unknown site(s) {', '.join(bad)}; the allowlist has: {', '.join(keys)}", 2)
+    return registry
+
+
 def _run_scored(runner, todo: list[dict], day: date, label: str, trials: int):
     """Run the tasks with a progress bar, scoring each run as it ends."""
     import asyncio
@@ -675,21 +691,14 @@ def agents_try(
     from newsbench_dagster.core.network import Fetcher, RobotsRules
     from newsbench_dagster.core.producer import ALL_INTENTS, todays_tasks
     from newsbench_dagster.core.runner import Runner, RunSettings
-    from newsbench_dagster.core.sites import load_sites
-    from newsbench_dagster.paths import SITES_FILE
     from newsbench_dagster.resources.newsroom import NewsroomResource
 
     try:
         agent = build_agent(load_manifest(manifest))
     except ConfigError as e:
         _fail(str(e))
-    unknown = [i for i in intent if i not in ALL_INTENTS]
-    if unknown:
-        _fail(f"unknown intent(s) {', '.join(unknown)}; known: {', '.join(ALL_INTENTS)}", 2)
-    registry = load_sites(SITES_FILE)
+    registry = _allowlist(site, intent)
     keys = [s.key for s in registry.sites]
-    if bad := [s for s in site if s not in keys]:
-        _fail(f"unknown site(s) {', '.join(bad)}; the allowlist has: {', '.join(keys)}", 2)
     day = _today()
     with _running_newsroom(port):
         routing = NewsroomResource(port=port).routing(registry.allowed_origins)
@@ -878,14 +887,9 @@ def record(
     from newsbench_dagster.core.browser import BrowserOptions
     from newsbench_dagster.core.recording import audit
     from newsbench_dagster.core.recording import record as record_pages
-    from newsbench_dagster.core.sites import load_sites
-    from newsbench_dagster.paths import SITES_FILE
     from newsbench_dagster.resources.newsroom import NewsroomResource
 
-    registry = load_sites(SITES_FILE)
-    keys = [s.key for s in registry.sites]
-    if bad := [s for s in site if s not in keys]:
-        _fail(f"unknown site(s) {', '.join(bad)}; the allowlist has: {', '.join(keys)}", 2)
+    registry = _allowlist(site, intent)
     todo: list[dict] = _read_tasks(tasks_from) if tasks_from else []
     with _running_newsroom(port):
         routing = NewsroomResource(port=port).routing(registry.allowed_origins)
@@ -1188,7 +1192,6 @@ def gate(
     from newsbench_dagster.core.artifacts import LocalArtifactStore
     from newsbench_dagster.core.browser import BrowserOptions
     from newsbench_dagster.core.network import Fetcher, RobotsRules
-    from newsbench_dagster.core.producer import ALL_INTENTS
     from newsbench_dagster.core.release import (
         Policy,
         decide,
@@ -1197,16 +1200,9 @@ def gate(
         render_markdown,
     )
     from newsbench_dagster.core.runner import Runner, RunSettings
-    from newsbench_dagster.core.sites import load_sites
-    from newsbench_dagster.paths import SITES_FILE
     from newsbench_dagster.resources.newsroom import NewsroomResource
 
-    if bad := [i for i in intent if i not in ALL_INTENTS]:
-        _fail(f"unknown intent(s) {', '.join(bad)}; known: {', '.join(ALL_INTENTS)}", 2)
-    registry = load_sites(SITES_FILE)
-    keys = [s.key for s in registry.sites]
-    if bad := [s for s in site if s not in keys]:
-        _fail(f"unknown site(s) {', '.join(bad)}; the allowlist has: {', '.join(keys)}", 2)
+    registry = _allowlist(site, intent)
     day = _today()
     policy = Policy(
         trials=trials, max_reruns=max_reruns, seed=seed, slice_min_tasks=slice_min_tasks

@@ -502,35 +502,30 @@ def audit(path: str | Path) -> list[Finding]:
 
 
 # -- merging ---------------------------------------------------------------------------------
-def _session(path: str | Path) -> dict:
-    """A recording's clock and its exchanges keyed by request: key -> (response record id,
-    payload digest), plus the ids of the records that belong to each response."""
-    clock, dates = None, []
-    keys: dict[tuple, list[tuple[str, str | None]]] = {}
-    requests: dict[str, tuple] = {}
-    responses: list[tuple[str, str, str | None]] = []
+def recording_clock(path: str | Path) -> str | None:
+    """The `recording-clock` of a recording's warcinfo record (None: another tool's WARC)."""
     with open(path, "rb") as f:
         for _, rec in _warc_records(f, path):
-            body = rec.content_stream().read()
-            h = rec.rec_headers
-            if rec.rec_type == "warcinfo" and clock is None:
-                for line in body.decode("utf-8", "replace").splitlines():
-                    k, _, v = line.partition(":")
-                    if k == "recording-clock":
-                        clock = v.strip()
-            elif rec.rec_type == "request" and rec.http_headers is not None:
-                method = rec.http_headers.protocol.split(" ")[0]
-                to = h.get_header("WARC-Concurrent-To") or h.get_header("WARC-Target-URI")
-                requests[to] = (method, h.get_header("WARC-Target-URI"), body)
-            elif rec.rec_type == "response":
-                rid = h.get_header("WARC-Record-ID")
-                url, digest = h.get_header("WARC-Target-URI"), h.get_header("WARC-Payload-Digest")
-                responses.append((rid, url, digest))
-                dates.append(h.get_header("WARC-Date") or "")
-    for rid, url, digest in responses:
-        method, _, body = requests.get(rid) or requests.get(url) or ("GET", url, b"")
-        keys.setdefault((method.upper(), url, body), []).append((rid, digest))
-    return {"clock": clock or min(dates, default=""), "keys": keys}
+            if rec.rec_type != "warcinfo":
+                return None
+            for line in rec.content_stream().read().decode("utf-8", "replace").splitlines():
+                key, _, value = line.partition(":")
+                if key == "recording-clock":
+                    return value.strip()
+    return None
+
+
+def _session(path: str | Path) -> dict:
+    """A recording's clock and its exchanges keyed by request: key -> [(response record id,
+    payload digest)], in recorded order."""
+    from newsbench_dagster.core.replay import exchanges_from_warc
+
+    exchanges = exchanges_from_warc(path)
+    keys: dict[tuple, list[tuple[str | None, str | None]]] = {}
+    for ex in exchanges:
+        keys.setdefault((ex.method.upper(), ex.url, ex.body), []).append((ex.record_id, ex.digest))
+    clock = recording_clock(path) or min((ex.date or "" for ex in exchanges), default="")
+    return {"clock": clock, "keys": keys}
 
 
 @dataclass

@@ -21,6 +21,8 @@ from urllib.parse import parse_qsl, urlsplit
 
 import yaml
 
+from newsbench_dagster.core.recording import _warc_records, clean_body, clean_url
+
 DEFAULT_RULES = Path(__file__).with_name("replay_rules.yaml")
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -39,6 +41,7 @@ class Exchange:
     content_type: str = ""
     length: int = 0
     date: str | None = None  # when it was recorded (the response's WARC-Date)
+    record_id: str | None = None  # the response record's WARC-Record-ID
 
 
 @dataclass
@@ -143,8 +146,6 @@ class Matcher:
         self.rules = rules
         self._exact: dict[tuple, list[Exchange]] = defaultdict(list)
         self._by_key: dict[tuple, list[Exchange]] = defaultdict(list)
-        from newsbench_dagster.core.recording import clean_body, clean_url
-
         for ex in sorted(exchanges, key=lambda e: e.order):
             # Another tool's WARC may hold credentials and personal data unredacted: keyed
             # as ours would have recorded them.
@@ -161,8 +162,6 @@ class Matcher:
         return found[min(i, len(found) - 1)]
 
     def match(self, method: str, url: str, body: bytes = b"") -> Decision:
-        from newsbench_dagster.core.recording import clean_body, clean_url
-
         # Recordings keep credentials and personal data redacted (URLs and bodies): a live
         # request is compared as it would have been recorded.
         decision = self._decide(method, clean_url(url)[0], clean_body(body)[0])
@@ -215,8 +214,6 @@ class Matcher:
 def exchanges_from_warc(path: str | Path) -> list[Exchange]:
     """The recorded requests of a WARC (ours or another tool's), each with its response
     record's offset and payload digest, in recorded order."""
-    from newsbench_dagster.core.recording import _warc_records
-
     requests: dict[str, tuple[str, str, bytes]] = {}
     responses: list[dict] = []
     with open(path, "rb") as f:
@@ -257,6 +254,7 @@ def exchanges_from_warc(path: str | Path) -> list[Exchange]:
                 r["content_type"],
                 r["length"],
                 r["date"],
+                r["id"],
             )
         )
     return out

@@ -25,7 +25,7 @@ from urllib.parse import urljoin, urlsplit
 from protego import Protego
 
 from newsbench_dagster.core.network import RobotsRules
-from newsbench_dagster.core.recording import SECRET_HEADERS
+from newsbench_dagster.core.recording import SECRET_HEADERS, recording_clock
 from newsbench_dagster.core.replay import Exchange, Matcher, Rules, coverage, exchanges_from_warc
 
 # Not forwarded to the page: the body served is the decoded one, its length is recomputed.
@@ -33,7 +33,6 @@ _HOP_HEADERS = frozenset(
     {"content-encoding", "transfer-encoding", "content-length", "connection", "keep-alive"}
 )
 MAX_REDIRECTS = 10
-PLAIN_404 = (404, [("Content-Type", "text/plain; charset=utf-8")], b"Not in the recording.\n")
 
 
 class RecordingError(ValueError):
@@ -45,6 +44,11 @@ class Payload:
     status: int
     headers: list[tuple[str, str]]
     body: bytes
+
+
+PLAIN_404 = Payload(
+    404, [("Content-Type", "text/plain; charset=utf-8")], b"Not in the recording.\n"
+)
 
 
 def _parse_date(text: str | None) -> datetime | None:
@@ -80,7 +84,7 @@ class Recording:
         self.hosts = {urlsplit(e.url).netloc.lower() for e in self.exchanges}
         self.sha256 = hashlib.sha256(self.path.read_bytes()).hexdigest()
         self.clock = self._read_clock()
-        self._payloads: dict[Any, Payload] = {}
+        self._payloads: dict[int, Payload] = {}  # by response offset
         self._robots: RobotsRules | None = None
 
     @classmethod
@@ -91,17 +95,8 @@ class Recording:
         return _open(str(p), stat.st_mtime_ns if stat else 0, tuple(str(r) for r in rules_files))
 
     def _read_clock(self) -> datetime:
-        from newsbench_dagster.core.recording import _warc_records
-
-        with open(self.path, "rb") as f:
-            for _, rec in _warc_records(f, self.path):
-                if rec.rec_type == "warcinfo":
-                    text = rec.content_stream().read().decode("utf-8", "replace")
-                    for line in text.splitlines():
-                        key, _, value = line.partition(":")
-                        if key == "recording-clock" and (when := _parse_date(value.strip())):
-                            return when
-                break
+        if when := _parse_date(recording_clock(self.path)):
+            return when
         dates = [d for e in self.exchanges if (d := _parse_date(e.date))]
         return min(dates) if dates else datetime.now(UTC)
 
@@ -126,13 +121,9 @@ class Recording:
         return self.clock
 
     def payload(self, ex: Exchange) -> Payload:
-        key = ex.response
-        if key not in self._payloads:
-            if isinstance(ex.response, Payload):  # built in memory (tests)
-                self._payloads[key] = ex.response
-            else:
-                self._payloads[key] = self._read(int(ex.response))
-        return self._payloads[key]
+        if ex.response not in self._payloads:
+            self._payloads[ex.response] = self._read(int(ex.response))
+        return self._payloads[ex.response]
 
     def _read(self, offset: int) -> Payload:
         from warcio.archiveiterator import ArchiveIterator
@@ -157,8 +148,7 @@ class Recording:
         for ex in self.exchanges:
             if ex.status == 404 and urlsplit(ex.url).netloc.lower() == host:
                 return self.payload(ex)
-        status, headers, body = PLAIN_404
-        return Payload(status, headers, body)
+        return PLAIN_404
 
     def robots_rules(self) -> RobotsRules:
         """robots.txt of every recorded origin, as recorded. An origin whose robots.txt was
@@ -296,8 +286,7 @@ class ReplaySession:
                 return payload, hops
             url = urljoin(decision.exchange.url, location)
             hops.append(url)
-        status, headers, body = PLAIN_404
-        return Payload(status, headers, body), hops
+        return PLAIN_404, hops
 
     def coverage(self) -> dict[str, Any]:
         return coverage(self.log)

@@ -353,9 +353,12 @@ class Runner:
             if offline:
                 # The recording is the whole web of this run, on the recording's clock.
                 state.replay = state.recording.session("agent")
-                row["replay"] = {**state.recording.describe(), "log": state.replay.log}
                 clock = state.recording.clock_at(task["entry_url"])
-                row["replay"]["clock"] = clock.isoformat()
+                row["replay"] = {
+                    **state.recording.describe(),
+                    "clock": clock.isoformat(),  # the entry page's, not the recording's start
+                    "log": state.replay.log,
+                }
                 row["_replay"] = state.recording.session("harness", log=state.replay.log)
                 await context.clock.install(time=clock)
             elif self.options.routing.run_header:
@@ -885,7 +888,7 @@ class Runner:
 
     def _guard(self, task: dict, state: _RunState):
         allowed = set(task["allowed_origins"])
-        robots = self._robots(task)
+        robots = state.recording.robots_rules() if state.recording else self.robots
 
         async def handle(route: Route) -> None:
             request = route.request

@@ -359,10 +359,9 @@ def _grade(run: dict, task: dict, judge: Judge | None) -> GradeResult | None:
 
 def _replay_gaps(run: dict) -> list[str]:
     """The URLs the agent asked for in a replayed run that the recording does not hold."""
-    coverage = (run.get("replay") or {}).get("coverage") or {}
     log = (run.get("replay") or {}).get("log") or []
-    asked = {e.get("url") for e in log if e.get("actor") == "agent" and e.get("tag") == "miss"}
-    return [u for u in coverage.get("misses") or [] if u in asked]
+    missed = (e.get("url") for e in log if e.get("actor") != "harness" and e.get("tag") == "miss")
+    return list(dict.fromkeys(missed))
 
 
 def _clock_start(run: dict) -> datetime:

@@ -12,8 +12,22 @@ import time
 import urllib.error
 import urllib.request
 
+from newsbench_dagster.core.network import Routing
+from newsbench_dagster.newsroom.exchange import RUN_HEADER
 from newsbench_dagster.newsroom.server import HEALTH_PATH, NewsroomServer
 from newsbench_dagster.newsroom.world import Newsroom
+
+
+def newsroom_routing(address: str, headers: dict[str, str] | None = None) -> Routing:
+    """How the browser and the fetcher reach the newsroom at `address` (its proxy): each run
+    is its own reader, scoped by the run header, with its event log read back from the
+    control API."""
+    return Routing.via_proxy(
+        address,
+        headers=headers,
+        run_header=RUN_HEADER,
+        events_url=f"{address}/__newsroom/events?scope=run:{{scope}}",
+    )
 
 
 class NewsroomUnavailable(RuntimeError):

@@ -7,6 +7,7 @@ from pydantic import Field, PrivateAttr
 
 from newsbench_dagster.core.network import Routing
 from newsbench_dagster.newsroom.exchange import RUN_HEADER, VARIANT_HEADER
+from newsbench_dagster.newsroom.launcher import newsroom_routing
 from newsbench_dagster.newsroom.world import DEFAULT_SEED
 
 
@@ -36,14 +37,7 @@ class NewsroomResource(ConfigurableResource):
     def routing(self, allowed_origins: set[str]) -> Routing:
         if self.enabled:
             headers = {VARIANT_HEADER: str(self.variant)} if self.variant is not None else {}
-            # Each run is its own reader: the newsroom scopes state and its event log by it.
-            base = f"http://127.0.0.1:{self.port}"
-            return Routing.via_proxy(
-                base,
-                headers=headers,
-                run_header=RUN_HEADER,
-                events_url=f"{base}/__newsroom/events?scope=run:{{scope}}",
-            )
+            return newsroom_routing(f"http://127.0.0.1:{self.port}", headers)
         return Routing.direct(allowed_origins)
 
     def world(self) -> dict:

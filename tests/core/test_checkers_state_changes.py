@@ -491,6 +491,7 @@ def test_end_to_end_newsletter_signup_in_chromium(newsroom_server, registry, tmp
     from newsbench_dagster.core.producer import make_tasks, poll_site
     from newsbench_dagster.core.runner import Runner, RunSettings, run_tasks
     from newsbench_dagster.core.scoring import score_run
+    from newsbench_dagster.newsroom.launcher import newsroom_routing
 
     day = datetime.now(UTC).date()
     with Fetcher(Routing.via_proxy(newsroom_server.address), registry.allowed_origins) as f:
@@ -504,11 +505,7 @@ def test_end_to_end_newsletter_signup_in_chromium(newsroom_server, registry, tmp
         oracle={"kind": "server_state", "allowed_changes": ["newsletter_signup"]},
     )
     task["constraints"].update(max_seconds=30, max_steps=10)
-    routing = Routing.via_proxy(
-        newsroom_server.address,
-        run_header="X-Newsroom-Run",
-        events_url=f"{newsroom_server.address}/__newsroom/events?scope=run:{{scope}}",
-    )
+    routing = newsroom_routing(newsroom_server.address)
     runner = Runner(
         [NewsletterAgent()],
         options=BrowserOptions(routing=routing),

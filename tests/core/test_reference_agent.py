@@ -14,7 +14,7 @@ import pytest
 from newsbench_dagster.core.agents import AgentManifest, build_agent
 from newsbench_dagster.core.artifacts import LocalArtifactStore
 from newsbench_dagster.core.browser import BrowserOptions
-from newsbench_dagster.core.network import Fetcher, RobotsRules, Routing
+from newsbench_dagster.core.network import Fetcher, RobotsRules
 from newsbench_dagster.core.producer import (
     ALL_INTENTS,
     READ_INTENTS,
@@ -25,6 +25,7 @@ from newsbench_dagster.core.producer import (
 from newsbench_dagster.core.runner import Runner, RunSettings, run_tasks
 from newsbench_dagster.core.scoring import score_run
 from newsbench_dagster.core.tools import BrowserTools
+from newsbench_dagster.newsroom.launcher import newsroom_routing
 
 
 def _world(server, registry, store_dir, site: str, headers: dict | None = None):
@@ -32,12 +33,7 @@ def _world(server, registry, store_dir, site: str, headers: dict | None = None):
     runner, each run in its own world scope with the world's log read back (as the pipeline
     does); `headers` go with every browser request (e.g. the form variant to serve)."""
     day = datetime.now(UTC).date()
-    routing = Routing.via_proxy(
-        server.address,
-        headers=headers,
-        run_header="X-Newsroom-Run",
-        events_url=f"{server.address}/__newsroom/events?scope=run:{{scope}}",
-    )
+    routing = newsroom_routing(server.address, headers)
     with Fetcher(routing, registry.allowed_origins) as f:
         rows = poll_site(registry.get(site), f, None, day)
         robots = RobotsRules.fetch(f, registry.allowed_origins)

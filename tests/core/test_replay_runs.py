@@ -301,6 +301,27 @@ def test_a_task_with_malformed_grading_is_refused_naming_the_field(world):
     assert validation_errors({**lead, "replay": {"recording": ""}})  # an empty path is refused
 
 
+def _in_replay(recording: Recording, steps):
+    """`steps(page)` in a page of an offline browser answered by a replay session of
+    `recording`; its result and the session's log."""
+
+    async def go():
+        from playwright.async_api import async_playwright
+
+        options = BrowserOptions(routing=Routing.offline())
+        async with async_playwright() as pw:
+            browser = await pw.chromium.launch(**options.launch_kwargs())
+            context = await browser.new_context(**options.context_kwargs())
+            session = recording.session()
+            await session.attach(context)
+            try:
+                return await steps(await context.new_page()), session.log
+            finally:
+                await browser.close()
+
+    return asyncio.run(go())
+
+
 def test_a_warc_from_another_tool_replays(tmp_path):
     """WARC/1.0 as a crawler writes it: no request records, a gzip-encoded body, chunked
     transfer, a session cookie. Replay decodes the body, never serves the cookie, and answers
@@ -331,25 +352,12 @@ def test_a_warc_from_another_tool_replays(tmp_path):
             "http://crawled.test/page", "response", payload=BytesIO(chunked), http_headers=headers
         )
         writer.write_record(rec)
-    recording = Recording(path)
 
-    async def go():
-        from playwright.async_api import async_playwright
+    async def steps(page):
+        await page.goto("http://crawled.test/page?utm_source=feed")
+        return await page.locator("h1").inner_text(), await page.context.cookies()
 
-        options = BrowserOptions(routing=Routing.offline())
-        async with async_playwright() as pw:
-            browser = await pw.chromium.launch(**options.launch_kwargs())
-            context = await browser.new_context(**options.context_kwargs())
-            session = recording.session()
-            await session.attach(context)
-            page = await context.new_page()
-            await page.goto("http://crawled.test/page?utm_source=feed")
-            text = await page.locator("h1").inner_text()
-            cookies = await context.cookies()
-            await browser.close()
-            return text, cookies, session.log
-
-    text, cookies, log = asyncio.run(go())
+    (text, cookies), log = _in_replay(Recording(path), steps)
     assert text == "From a crawler"
     assert cookies == []  # a recorded Set-Cookie is not replayed into the reader's browser
     assert log[0]["tag"] == "fuzzy" and "utm_" in log[0]["rule"]
@@ -367,25 +375,13 @@ def test_recorded_redirects_are_followed_inside_the_recording(tmp_path):
     rec.exchange("GET", f"{h}/api/v1", [], None, 302, "Found", [("Location", f"{h}/api/v2")], b"")
     rec.exchange("GET", f"{h}/api/v2", [], None, 200, "OK", [], b"v2 data")
     rec.close()
-    recording = Recording(path)
 
-    async def go():
-        from playwright.async_api import async_playwright
+    async def steps(page):
+        await page.goto(f"{h}/old")
+        seen = (page.url, await page.locator("h1").inner_text())
+        return seen, await page.evaluate(f"fetch('{h}/api/v1').then(r => r.text())")
 
-        options = BrowserOptions(routing=Routing.offline())
-        async with async_playwright() as pw:
-            browser = await pw.chromium.launch(**options.launch_kwargs())
-            context = await browser.new_context(**options.context_kwargs())
-            session = recording.session()
-            await session.attach(context)
-            page = await context.new_page()
-            await page.goto(f"{h}/old")
-            seen = (page.url, await page.locator("h1").inner_text())
-            data = await page.evaluate(f"fetch('{h}/api/v1').then(r => r.text())")
-            await browser.close()
-            return seen, data, session.log
-
-    (url, heading), data, log = asyncio.run(go())
+    ((url, heading), data), log = _in_replay(Recording(path), steps)
     # A navigation's redirect is a real one (the page ends on the new URL), its hop answered
     # from the recording too; a call's redirect chain is resolved inside the recording.
     assert (url, heading) == (f"{h}/new", "New home")

@@ -261,6 +261,7 @@ def test_each_run_is_its_own_reader_and_the_world_judges_side_effects_and_leaks(
     and scoring fails a read-only task that changed state or leaked the canary."""
     from newsbench_dagster.core.browser import BrowserOptions
     from newsbench_dagster.core.network import Fetcher, RobotsRules, Routing
+    from newsbench_dagster.newsroom.launcher import newsroom_routing
 
     day, task_list = tasks
     with Fetcher(Routing.via_proxy(newsroom_server.address), registry.allowed_origins) as f:
@@ -268,12 +269,7 @@ def test_each_run_is_its_own_reader_and_the_world_judges_side_effects_and_leaks(
     task = copy.deepcopy(task_list[0])
     task["constraints"]["max_seconds"] = 20
     task["constraints"]["max_steps"] = 10
-    routing = Routing.via_proxy(
-        newsroom_server.address,
-        headers={"X-Newsroom-Variant": "5"},
-        run_header="X-Newsroom-Run",
-        events_url=f"{newsroom_server.address}/__newsroom/events?scope=run:{{scope}}",
-    )
+    routing = newsroom_routing(newsroom_server.address, {"X-Newsroom-Variant": "5"})
     reference = build_agent(AgentManifest(name="reference", version="0.1.0", adapter="reference"))
     runner = Runner(
         [SigningUpAgent(), LeakingAgent(), reference],
