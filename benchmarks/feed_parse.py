@@ -18,7 +18,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from newsbench_dagster.core.feeds import parse_document
+from newsbench_dagster.core.web.feeds import parse_document
 
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "feeds"
 _REPEATABLE = re.compile(

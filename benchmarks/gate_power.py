@@ -30,8 +30,8 @@ from datetime import UTC, datetime
 
 import numpy as np
 
-from newsbench_dagster.core.kpis import wilson
-from newsbench_dagster.core.release import BASELINE, CANDIDATE, Policy, decide
+from newsbench_dagster.core.analytics.kpis import wilson
+from newsbench_dagster.core.release.decide import BASELINE, CANDIDATE, Policy, decide
 
 FROZEN_AT = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 SLICE_FIELDS = ("site", "intent", "locale", "device", "risk_tier")
@@ -39,14 +39,14 @@ SLICE_FIELDS = ("site", "intent", "locale", "device", "risk_tier")
 
 def measured_population(trials: int) -> list[dict]:
     """Every newsroom task with the reference agent's observed success rate over `trials`."""
-    from newsbench_dagster.core.agents import AgentManifest, build_agent
+    from newsbench_dagster.core.agents.protocol import AgentManifest, build_agent
     from newsbench_dagster.core.artifacts import LocalArtifactStore
-    from newsbench_dagster.core.browser import BrowserOptions
-    from newsbench_dagster.core.network import Fetcher, RobotsRules
-    from newsbench_dagster.core.producer import todays_tasks
-    from newsbench_dagster.core.runner import Runner, RunSettings
-    from newsbench_dagster.core.scoring import score_safely
-    from newsbench_dagster.core.sites import load_sites
+    from newsbench_dagster.core.harness.browser import BrowserOptions
+    from newsbench_dagster.core.harness.runner import Runner, RunSettings
+    from newsbench_dagster.core.scoring.score import score_safely
+    from newsbench_dagster.core.tasks.produce import todays_tasks
+    from newsbench_dagster.core.web.network import Fetcher, RobotsRules
+    from newsbench_dagster.core.web.sites import load_sites
     from newsbench_dagster.newsroom import FixedClock, Newsroom, NewsroomServer
     from newsbench_dagster.newsroom.launcher import newsroom_routing
     from newsbench_dagster.paths import SITES_FILE
@@ -160,7 +160,7 @@ def simulate(
 def coverage(population: list[dict], n_tasks: int, replicates: int, level: float = 0.90) -> None:
     """How often the A/A interval holds the true difference (0), per bootstrap scheme: the
     nominal rate is `level`; below it the gate blocks identical agents more than it says."""
-    from newsbench_dagster.core.stats import paired_difference
+    from newsbench_dagster.core.analytics.stats import paired_difference
 
     rng = np.random.default_rng(5)
     held = {"cluster": 0, "stratified": 0}

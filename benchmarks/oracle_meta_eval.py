@@ -36,16 +36,16 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from newsbench_dagster.core import semantic
-from newsbench_dagster.core.agents import AgentManifest, build_agent
+from newsbench_dagster.core.agents.protocol import AgentManifest, build_agent
 from newsbench_dagster.core.artifacts import LocalArtifactStore
-from newsbench_dagster.core.browser import BrowserOptions
-from newsbench_dagster.core.checkers import Evidence, check
-from newsbench_dagster.core.network import Fetcher, RobotsRules, Routing
-from newsbench_dagster.core.producer import READ_INTENTS, STATE_INTENTS, make_tasks, poll_site
-from newsbench_dagster.core.runner import Runner, RunSettings
-from newsbench_dagster.core.sites import load_sites
-from newsbench_dagster.core.text import parse_time
+from newsbench_dagster.core.harness.browser import BrowserOptions
+from newsbench_dagster.core.harness.runner import Runner, RunSettings
+from newsbench_dagster.core.reading import semantic
+from newsbench_dagster.core.reading.text import parse_time
+from newsbench_dagster.core.scoring.checkers import Evidence, check
+from newsbench_dagster.core.tasks.produce import READ_INTENTS, STATE_INTENTS, make_tasks, poll_site
+from newsbench_dagster.core.web.network import Fetcher, RobotsRules, Routing
+from newsbench_dagster.core.web.sites import load_sites
 from newsbench_dagster.newsroom import FixedClock, Newsroom, NewsroomServer
 from newsbench_dagster.newsroom.forms import DEFAULT_NOTIFIED
 from newsbench_dagster.newsroom.world import SiteWorld, Story

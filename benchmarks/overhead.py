@@ -26,17 +26,17 @@ from urllib.parse import urljoin
 
 from playwright.async_api import async_playwright
 
-from newsbench_dagster.core.agents import AgentManifest, build_agent
-from newsbench_dagster.core.agents.reference import _itemlist_first_url
+from newsbench_dagster.core.agents.adapters.reference import _itemlist_first_url
+from newsbench_dagster.core.agents.protocol import AgentManifest, build_agent
 from newsbench_dagster.core.artifacts import LocalArtifactStore
-from newsbench_dagster.core.browser import BrowserOptions
-from newsbench_dagster.core.network import Fetcher, RobotsRules, Routing
-from newsbench_dagster.core.page_metadata import PAGE_METADATA_JS, parse_jsonld
-from newsbench_dagster.core.producer import make_tasks, poll_site
-from newsbench_dagster.core.runner import ARTIFACT_KINDS, Runner, RunSettings
-from newsbench_dagster.core.scoring import score_run
-from newsbench_dagster.core.sites import load_sites
-from newsbench_dagster.core.tasks import INTENTS_V0
+from newsbench_dagster.core.harness.browser import BrowserOptions
+from newsbench_dagster.core.harness.runner import ARTIFACT_KINDS, Runner, RunSettings
+from newsbench_dagster.core.reading.metadata import PAGE_METADATA_JS, parse_jsonld
+from newsbench_dagster.core.scoring.score import score_run
+from newsbench_dagster.core.tasks.contract import INTENTS_V0
+from newsbench_dagster.core.tasks.produce import make_tasks, poll_site
+from newsbench_dagster.core.web.network import Fetcher, RobotsRules, Routing
+from newsbench_dagster.core.web.sites import load_sites
 from newsbench_dagster.newsroom import FixedClock, Newsroom, NewsroomServer
 from newsbench_dagster.paths import SITES_FILE
 

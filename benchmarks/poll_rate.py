@@ -19,9 +19,9 @@ import time
 from datetime import UTC, datetime
 
 from newsbench_dagster.core.artifacts import LocalArtifactStore
-from newsbench_dagster.core.network import Fetcher, Routing
-from newsbench_dagster.core.producer import poll_site
-from newsbench_dagster.core.sites import load_sites
+from newsbench_dagster.core.tasks.produce import poll_site
+from newsbench_dagster.core.web.network import Fetcher, Routing
+from newsbench_dagster.core.web.sites import load_sites
 from newsbench_dagster.newsroom import FixedClock, Newsroom, NewsroomServer
 from newsbench_dagster.paths import SITES_FILE
 

@@ -59,10 +59,10 @@ from urllib.parse import urlencode, urlsplit
 
 import httpx
 
-from newsbench_dagster.core.browser import BrowserOptions
-from newsbench_dagster.core.network import Routing
-from newsbench_dagster.core.recording import WarcRecorder, record
-from newsbench_dagster.core.replayer import Recording
+from newsbench_dagster.core.harness.browser import BrowserOptions
+from newsbench_dagster.core.replay.recorder import WarcRecorder, record
+from newsbench_dagster.core.replay.replayer import Recording
+from newsbench_dagster.core.web.network import Routing
 from newsbench_dagster.newsroom import FixedClock, Newsroom, NewsroomServer
 
 FROZEN_AT = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)

@@ -19,14 +19,14 @@ import tempfile
 import time
 from datetime import UTC, datetime
 
-from newsbench_dagster.core.agents import AgentManifest, build_agent
+from newsbench_dagster.core.agents.protocol import AgentManifest, build_agent
 from newsbench_dagster.core.artifacts import LocalArtifactStore
-from newsbench_dagster.core.browser import BrowserOptions
-from newsbench_dagster.core.network import Fetcher, RobotsRules
-from newsbench_dagster.core.producer import READ_INTENTS, make_tasks, poll_site
-from newsbench_dagster.core.runner import Runner, RunSettings
-from newsbench_dagster.core.scoring import score_run
-from newsbench_dagster.core.sites import load_sites
+from newsbench_dagster.core.harness.browser import BrowserOptions
+from newsbench_dagster.core.harness.runner import Runner, RunSettings
+from newsbench_dagster.core.scoring.score import score_run
+from newsbench_dagster.core.tasks.produce import READ_INTENTS, make_tasks, poll_site
+from newsbench_dagster.core.web.network import Fetcher, RobotsRules
+from newsbench_dagster.core.web.sites import load_sites
 from newsbench_dagster.newsroom import FixedClock, Newsroom, NewsroomServer
 from newsbench_dagster.newsroom.launcher import newsroom_routing
 from newsbench_dagster.paths import SITES_FILE

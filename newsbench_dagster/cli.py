@@ -21,7 +21,7 @@ from newsbench_dagster.newsroom.world import DEFAULT_SEED
 from newsbench_dagster.paths import AGENTS_DIR, DAGSTER_HOME, DATA_DIR, PROJECT_ROOT, WAREHOUSE_FILE
 
 if TYPE_CHECKING:
-    from newsbench_dagster.core.page_understanding import PageRecord, Timestamp
+    from newsbench_dagster.core.reading.page import PageRecord, Timestamp
 
 app = typer.Typer(
     help="Newsbench: continuous evaluation of browser agents on news sites.",
@@ -264,7 +264,7 @@ def feeds_inspect(
     malformed, with the items that could be salvaged printed (the producer keeps them too).
     Problems go to stderr, naming the source.
     """
-    from newsbench_dagster.core.feeds import parse_document
+    from newsbench_dagster.core.web.feeds import parse_document
 
     content, base, charset = _read_source(source, proxy)
     # The charset an HTTP response declared is the feed's own claim: the parser weighs it.
@@ -311,7 +311,7 @@ def inspect_page(
     """
     from contextlib import suppress
 
-    from newsbench_dagster.core.page_understanding import sniff_non_html, understand
+    from newsbench_dagster.core.reading.page import sniff_non_html, understand
 
     content, base, charset = _read_source(source, proxy)
     if kind := sniff_non_html(content):
@@ -605,7 +605,7 @@ def agents_list(
     directory: Annotated[Path, typer.Option(help="Manifest directory.")] = AGENTS_DIR,
 ) -> None:
     """Every agent manifest: its version (name@version+content hash), adapter, channel."""
-    from newsbench_dagster.core.agents import load_manifests
+    from newsbench_dagster.core.agents.protocol import load_manifests
     from newsbench_dagster.core.errors import ConfigError
 
     try:
@@ -628,8 +628,8 @@ def agents_list(
 def _allowlist(sites: list[str], intents: list[str]):
     """The allowlist, with the sites and intents a command was given checked against it
     (exit 2 naming the unknown ones)."""
-    from newsbench_dagster.core.producer import ALL_INTENTS
-    from newsbench_dagster.core.sites import load_sites
+    from newsbench_dagster.core.tasks.produce import ALL_INTENTS
+    from newsbench_dagster.core.web.sites import load_sites
     from newsbench_dagster.paths import SITES_FILE
 
     if bad := [i for i in intents if i not in ALL_INTENTS]:
@@ -645,7 +645,7 @@ def _run_scored(runner, todo: list[dict], day: date, label: str, trials: int):
     """Run the tasks with a progress bar, scoring each run as it ends."""
     import asyncio
 
-    from newsbench_dagster.core.scoring import score_safely
+    from newsbench_dagster.core.scoring.score import score_safely
 
     by_id = {t.get("id"): t for t in todo}
     scores: dict[str, dict] = {}
@@ -684,13 +684,13 @@ def agents_try(
     scored, without Dagster or the warehouse: the quickest way to see an agent through the
     harness (failure classes, answers, artifacts)."""
 
-    from newsbench_dagster.core.agents import build_agent, load_manifest
+    from newsbench_dagster.core.agents.protocol import build_agent, load_manifest
     from newsbench_dagster.core.artifacts import LocalArtifactStore
-    from newsbench_dagster.core.browser import BrowserOptions
     from newsbench_dagster.core.errors import ConfigError
-    from newsbench_dagster.core.network import Fetcher, RobotsRules
-    from newsbench_dagster.core.producer import ALL_INTENTS, todays_tasks
-    from newsbench_dagster.core.runner import Runner, RunSettings
+    from newsbench_dagster.core.harness.browser import BrowserOptions
+    from newsbench_dagster.core.harness.runner import Runner, RunSettings
+    from newsbench_dagster.core.tasks.produce import ALL_INTENTS, todays_tasks
+    from newsbench_dagster.core.web.network import Fetcher, RobotsRules
     from newsbench_dagster.resources.newsroom import NewsroomResource
 
     try:
@@ -710,7 +710,7 @@ def agents_try(
                 todo += made[:tasks]
         if not todo:
             _fail("no tasks: the feeds gave nothing for these sites and intents")
-        from newsbench_dagster.core.sampling import pick, stratified_sample
+        from newsbench_dagster.core.tasks.sampling import pick, stratified_sample
 
         if sample is not None:
             drawn = stratified_sample(todo, sample, seed)
@@ -802,13 +802,13 @@ def _record_agent_runs(manifest: Path, todo: list[dict], routing, registry, page
     import asyncio
     import tempfile
 
-    from newsbench_dagster.core.agents import build_agent, load_manifest
+    from newsbench_dagster.core.agents.protocol import build_agent, load_manifest
     from newsbench_dagster.core.artifacts import LocalArtifactStore
-    from newsbench_dagster.core.browser import BrowserOptions
     from newsbench_dagster.core.errors import ConfigError
-    from newsbench_dagster.core.network import Fetcher, RobotsRules
-    from newsbench_dagster.core.recording import WarcRecorder, merge
-    from newsbench_dagster.core.runner import Runner, RunSettings
+    from newsbench_dagster.core.harness.browser import BrowserOptions
+    from newsbench_dagster.core.harness.runner import Runner, RunSettings
+    from newsbench_dagster.core.replay.recorder import WarcRecorder, merge
+    from newsbench_dagster.core.web.network import Fetcher, RobotsRules
 
     try:
         built = build_agent(load_manifest(manifest))
@@ -884,9 +884,9 @@ def record(
     holds what the agent needs. --browse opens a window and records what you browse."""
     import asyncio
 
-    from newsbench_dagster.core.browser import BrowserOptions
-    from newsbench_dagster.core.recording import audit
-    from newsbench_dagster.core.recording import record as record_pages
+    from newsbench_dagster.core.harness.browser import BrowserOptions
+    from newsbench_dagster.core.replay.recorder import audit
+    from newsbench_dagster.core.replay.recorder import record as record_pages
     from newsbench_dagster.resources.newsroom import NewsroomResource
 
     registry = _allowlist(site, intent)
@@ -894,8 +894,8 @@ def record(
     with _running_newsroom(port):
         routing = NewsroomResource(port=port).routing(registry.allowed_origins)
         if site:
-            from newsbench_dagster.core.network import Fetcher
-            from newsbench_dagster.core.producer import ALL_INTENTS, todays_tasks
+            from newsbench_dagster.core.tasks.produce import ALL_INTENTS, todays_tasks
+            from newsbench_dagster.core.web.network import Fetcher
 
             with Fetcher(routing, registry.allowed_origins) as fetcher:
                 for key in site:
@@ -942,7 +942,7 @@ def record(
 def recording_audit(path: Annotated[Path, typer.Argument(help="A WARC file.")]) -> None:
     """Fail (exit 1) when a recording still holds a cookie, an authorization header or a
     credential, or a page is a bot-check / CAPTCHA page; each finding names its record."""
-    from newsbench_dagster.core.recording import audit
+    from newsbench_dagster.core.replay.recorder import audit
 
     try:
         findings = audit(path)
@@ -961,7 +961,7 @@ def recording_index(path: Annotated[Path, typer.Argument(help="A WARC file.")]) 
     """One JSON line per record: type, URL, date, status, offset and length in the file."""
     import json as _json
 
-    from newsbench_dagster.core.recording import index
+    from newsbench_dagster.core.replay.recorder import index
 
     try:
         entries = index(path)
@@ -980,7 +980,7 @@ def recording_merge(
     """Merge two recording sessions of the same task: the earlier session (by recording
     clock) wins every request both hold; the later one adds what the earlier never asked
     for. Prints what was kept, added and overridden, and which overridden pages changed."""
-    from newsbench_dagster.core.recording import audit, merge
+    from newsbench_dagster.core.replay.recorder import audit, merge
 
     try:
         report = merge(first, second, out)
@@ -1018,7 +1018,7 @@ def replay_suggest_rules(
     `source: inferred`; hand-written rules win over it."""
     import yaml
 
-    from newsbench_dagster.core.replay import exchanges_from_warc, suggest_rules
+    from newsbench_dagster.core.replay.matching import exchanges_from_warc, suggest_rules
 
     try:
         rules = suggest_rules(exchanges_from_warc(path))
@@ -1053,13 +1053,13 @@ def replay_run(
     pages and calls the recordings did not hold, the to-do list for the next recording. A
     run that failed on a page the recording lacks is excluded as `replay_gap`."""
 
-    from newsbench_dagster.core.agents import build_agent, load_manifest
+    from newsbench_dagster.core.agents.protocol import build_agent, load_manifest
     from newsbench_dagster.core.artifacts import LocalArtifactStore
-    from newsbench_dagster.core.browser import BrowserOptions
     from newsbench_dagster.core.errors import ConfigError
-    from newsbench_dagster.core.network import Routing
-    from newsbench_dagster.core.replay import coverage
-    from newsbench_dagster.core.runner import Runner, RunSettings
+    from newsbench_dagster.core.harness.browser import BrowserOptions
+    from newsbench_dagster.core.harness.runner import Runner, RunSettings
+    from newsbench_dagster.core.replay.matching import coverage
+    from newsbench_dagster.core.web.network import Routing
 
     try:
         built = build_agent(load_manifest(agent))
@@ -1126,7 +1126,7 @@ GATE_EXIT = {"pass": 0, "block": 1, "insufficient_evidence": 3}
 
 def _resolve_manifest(spec: str, directory: Path):
     """A manifest by path, agent version (name@version+hash), name@version or name."""
-    from newsbench_dagster.core.agents import load_manifest, load_manifests
+    from newsbench_dagster.core.agents.protocol import load_manifest, load_manifests
     from newsbench_dagster.core.errors import ConfigError
 
     try:
@@ -1188,18 +1188,18 @@ def gate(
     if from_warehouse:
         _gate_from_warehouse(database, cand.agent_version, base.agent_version, as_json)
         return
-    from newsbench_dagster.core.agents import build_agent
+    from newsbench_dagster.core.agents.protocol import build_agent
     from newsbench_dagster.core.artifacts import LocalArtifactStore
-    from newsbench_dagster.core.browser import BrowserOptions
-    from newsbench_dagster.core.network import Fetcher, RobotsRules
-    from newsbench_dagster.core.release import (
+    from newsbench_dagster.core.harness.browser import BrowserOptions
+    from newsbench_dagster.core.harness.runner import Runner, RunSettings
+    from newsbench_dagster.core.release.decide import (
         Policy,
         decide,
         evaluate,
         plan_task_set,
         render_markdown,
     )
-    from newsbench_dagster.core.runner import Runner, RunSettings
+    from newsbench_dagster.core.web.network import Fetcher, RobotsRules
     from newsbench_dagster.resources.newsroom import NewsroomResource
 
     registry = _allowlist(site, intent)
@@ -1325,7 +1325,7 @@ SitesFile = Annotated[
 
 def _registry(sites: Path | None):
     from newsbench_dagster.core.errors import ConfigError
-    from newsbench_dagster.core.sites import load_sites
+    from newsbench_dagster.core.web.sites import load_sites
     from newsbench_dagster.paths import SITES_FILE
 
     try:
@@ -1335,7 +1335,7 @@ def _registry(sites: Path | None):
 
 
 def _load_suites(root: Path, sites: Path | None):
-    from newsbench_dagster.core.suites import load_suites
+    from newsbench_dagster.core.tasks.suites import load_suites
 
     registry = _registry(sites)
     return registry, load_suites(_shown(root), registry.allowed_origins, registry.keys)
@@ -1354,7 +1354,7 @@ def tasks_schema() -> None:
     """Print the task JSON Schema (the shipped file, byte for byte)."""
     from importlib import resources
 
-    text = resources.files("newsbench_dagster.core").joinpath("schemas/task.schema.json")
+    text = resources.files("newsbench_dagster.core.tasks").joinpath("schemas/task.schema.json")
     sys.stdout.write(text.read_text(encoding="utf-8"))
 
 
@@ -1395,7 +1395,7 @@ def tasks_list(
 
     Only tasks that load; `tasks validate` names the others.
     """
-    from newsbench_dagster.core.suites import SUITES
+    from newsbench_dagster.core.tasks.suites import SUITES
 
     if suite is not None and suite not in SUITES:
         _fail(f"unknown suite {suite!r}; choose from: {', '.join(SUITES)}", 2)
@@ -1455,7 +1455,7 @@ def tasks_sample(
     Seeded and reproducible; --json prints what an evaluation stores with its results (seed,
     task ids, tasks per stratum).
     """
-    from newsbench_dagster.core.sampling import stratified_sample
+    from newsbench_dagster.core.tasks.sampling import stratified_sample
 
     if n < 0:
         _fail(f"--n must be >= 0, got {n}", 2)
@@ -1483,7 +1483,7 @@ def tasks_coverage(
     Obstacles come from `obstacle:NAME` tags; intents and allowlisted sites without a task are
     listed as missing.
     """
-    from newsbench_dagster.core.suites import coverage
+    from newsbench_dagster.core.tasks.suites import coverage
 
     registry, load = _load_suites(root, sites)
     cov = coverage(load, registry)
@@ -1516,7 +1516,7 @@ def tasks_scaffold(
     The task is the run's (intent, entry URL, inputs, constraints); `source` records the run
     id, agent version, failure class, error and date. Never overwrites a file.
     """
-    from newsbench_dagster.core.suites import (
+    from newsbench_dagster.core.tasks.suites import (
         NAME_RE,
         find_run,
         load_suites,

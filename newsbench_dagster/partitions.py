@@ -8,7 +8,7 @@ from dagster import (
     StaticPartitionsDefinition,
 )
 
-from newsbench_dagster.core.sites import load_sites
+from newsbench_dagster.core.web.sites import load_sites
 from newsbench_dagster.paths import SITES_FILE
 
 # Reading the reviewed sites file (not the environment) at import: partitions must be static.

@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from newsbench_dagster.core.browser import BrowserOptions
-from newsbench_dagster.core.network import Fetcher, RobotsRules, Routing
-from newsbench_dagster.core.sites import load_sites
+from newsbench_dagster.core.harness.browser import BrowserOptions
+from newsbench_dagster.core.web.network import Fetcher, RobotsRules, Routing
+from newsbench_dagster.core.web.sites import load_sites
 from newsbench_dagster.newsroom import Newsroom, NewsroomServer
 from newsbench_dagster.paths import SITES_FILE
 
@@ -65,7 +65,7 @@ def today():
 async def _observe_urls(options: BrowserOptions, urls: list[str]) -> list[dict]:
     from playwright.async_api import async_playwright
 
-    from newsbench_dagster.core.observation import observe
+    from newsbench_dagster.core.harness.observe import observe
 
     out = []
     async with async_playwright() as pw:
@@ -100,7 +100,7 @@ def observe_with():
 def harbor_today(newsroom_server, registry):
     """Today's harbor tasks (the lead, one article's metadata) and every site's robots rules,
     polled once for the session; callers copy the tasks before changing them."""
-    from newsbench_dagster.core.producer import make_tasks, poll_site
+    from newsbench_dagster.core.tasks.produce import make_tasks, poll_site
 
     day = datetime.now(UTC).date()
     with Fetcher(Routing.via_proxy(newsroom_server.address), registry.allowed_origins) as f:

@@ -8,7 +8,7 @@ import json
 from typer.testing import CliRunner
 
 from newsbench_dagster.cli import app
-from newsbench_dagster.core.agents import load_manifests
+from newsbench_dagster.core.agents.protocol import load_manifests
 from newsbench_dagster.paths import AGENTS_DIR
 
 

@@ -10,8 +10,8 @@ import duckdb
 from typer.testing import CliRunner
 
 from newsbench_dagster.cli import app
-from newsbench_dagster.core import tables
-from newsbench_dagster.core.agents import load_manifest
+from newsbench_dagster.core.agents.protocol import load_manifest
+from newsbench_dagster.core.analytics import tables
 from newsbench_dagster.paths import AGENTS_DIR
 
 SELECTOR = str(AGENTS_DIR / "selector-baseline.yaml")

@@ -4,18 +4,18 @@ and a regression task scaffolded from a real recorded run)."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import yaml
 from typer.testing import CliRunner
 
 from newsbench_dagster.cli import app
-from newsbench_dagster.core.agents import AgentManifest
+from newsbench_dagster.core.agents.protocol import AgentManifest
 from newsbench_dagster.core.artifacts import LocalArtifactStore
-from newsbench_dagster.core.producer import make_tasks, poll_site
-from newsbench_dagster.core.runner import Runner, run_tasks
+from newsbench_dagster.core.harness.runner import Runner, run_tasks
+from newsbench_dagster.core.tasks.produce import make_tasks, poll_site
+from tests.support.paths import REPO
 
-SCHEMA = Path(__file__).parents[1] / "newsbench_dagster/core/schemas/task.schema.json"
+SCHEMA = REPO / "newsbench_dagster/core/tasks/schemas/task.schema.json"
 
 
 def invoke(*args: str):

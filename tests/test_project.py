@@ -15,7 +15,7 @@ from dagster import AssetKey, build_schedule_context, instance_for_test
 from typer.testing import CliRunner
 
 from newsbench_dagster.cli import app
-from newsbench_dagster.core.sites import load_sites
+from newsbench_dagster.core.web.sites import load_sites
 from newsbench_dagster.definitions import defs, production
 from newsbench_dagster.partitions import SITE_KEYS
 from newsbench_dagster.paths import PROJECT_ROOT, SITES_FILE

@@ -14,14 +14,14 @@ import pandas as pd
 from dagster import AssetExecutionContext, MetadataValue, asset
 
 from newsbench_dagster.assets.feeds import partition_of
-from newsbench_dagster.core.drift import (
+from newsbench_dagster.core.analytics.drift import (
     assess,
     from_history,
     history_entry,
     template_fingerprint,
 )
-from newsbench_dagster.core.network import Fetcher
-from newsbench_dagster.core.tables import frame
+from newsbench_dagster.core.analytics.tables import frame
+from newsbench_dagster.core.web.network import Fetcher
 from newsbench_dagster.partitions import SITE_DAY_EXPR, site_day_partitions
 from newsbench_dagster.resources import (
     AgentRegistryResource,

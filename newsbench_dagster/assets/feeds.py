@@ -5,9 +5,9 @@ from datetime import date
 import pandas as pd
 from dagster import AssetExecutionContext, MetadataValue, asset
 
-from newsbench_dagster.core.network import Fetcher
-from newsbench_dagster.core.producer import poll_site
-from newsbench_dagster.core.tables import frame
+from newsbench_dagster.core.analytics.tables import frame
+from newsbench_dagster.core.tasks.produce import poll_site
+from newsbench_dagster.core.web.network import Fetcher
 from newsbench_dagster.partitions import SITE_DAY_EXPR, site_day_partitions
 from newsbench_dagster.resources import (
     ArtifactStoreResource,

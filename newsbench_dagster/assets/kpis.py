@@ -11,8 +11,8 @@ from dagster import (
     asset,
 )
 
-from newsbench_dagster.core.kpis import rollup, success_over_days
-from newsbench_dagster.core.tables import frame, records
+from newsbench_dagster.core.analytics.kpis import rollup, success_over_days
+from newsbench_dagster.core.analytics.tables import frame, records
 from newsbench_dagster.partitions import day_partitions
 
 _ALL_SITES_OF_DAY = MultiToSingleDimensionPartitionMapping(partition_dimension_name="day")

@@ -13,19 +13,19 @@ from dagster import (
     asset,
 )
 
-from newsbench_dagster.core.agents import build_agent, load_manifests
-from newsbench_dagster.core.network import Fetcher, RobotsRules
-from newsbench_dagster.core.release import (
+from newsbench_dagster.core.agents.protocol import build_agent, load_manifests
+from newsbench_dagster.core.analytics.tables import frame, records
+from newsbench_dagster.core.harness.runner import Runner
+from newsbench_dagster.core.release.decide import (
     CANDIDATE,
     decide,
     decision_row,
     evaluate,
     plan_task_set,
 )
-from newsbench_dagster.core.runner import Runner
-from newsbench_dagster.core.scoring import score_safely
-from newsbench_dagster.core.tables import frame, records
-from newsbench_dagster.core.witness import apply_witness
+from newsbench_dagster.core.scoring.score import score_safely
+from newsbench_dagster.core.scoring.witness import apply_witness
+from newsbench_dagster.core.web.network import Fetcher, RobotsRules
 from newsbench_dagster.partitions import CANDIDATE_EXPR, agent_version_partitions
 from newsbench_dagster.resources import (
     AgentRegistryResource,
@@ -57,7 +57,7 @@ def _load_task_set(artifacts: ArtifactStoreResource, version: str) -> dict:
 
 def _drifted(site_drift: pd.DataFrame) -> dict[str, list[str]]:
     """Sites drifted on their latest assessed day (site -> reasons)."""
-    from newsbench_dagster.core.drift import drifted_sites
+    from newsbench_dagster.core.analytics.drift import drifted_sites
 
     if site_drift.empty:
         return {}

@@ -6,10 +6,10 @@ import pandas as pd
 from dagster import AssetExecutionContext, MetadataValue, asset
 
 from newsbench_dagster.assets.feeds import partition_of
-from newsbench_dagster.core.agents import build_agent
-from newsbench_dagster.core.network import Fetcher, RobotsRules
-from newsbench_dagster.core.runner import Runner, run_tasks
-from newsbench_dagster.core.tables import frame, records
+from newsbench_dagster.core.agents.protocol import build_agent
+from newsbench_dagster.core.analytics.tables import frame, records
+from newsbench_dagster.core.harness.runner import Runner, run_tasks
+from newsbench_dagster.core.web.network import Fetcher, RobotsRules
 from newsbench_dagster.partitions import SITE_DAY_EXPR, site_day_partitions
 from newsbench_dagster.resources import (
     AgentRegistryResource,

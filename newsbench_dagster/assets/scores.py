@@ -3,9 +3,9 @@
 import pandas as pd
 from dagster import AssetExecutionContext, asset
 
-from newsbench_dagster.core.scoring import score_safely
-from newsbench_dagster.core.tables import frame, records
-from newsbench_dagster.core.witness import AMBIGUOUS, apply_witness
+from newsbench_dagster.core.analytics.tables import frame, records
+from newsbench_dagster.core.scoring.score import score_safely
+from newsbench_dagster.core.scoring.witness import AMBIGUOUS, apply_witness
 from newsbench_dagster.partitions import SITE_DAY_EXPR, site_day_partitions
 
 

@@ -4,8 +4,8 @@ import pandas as pd
 from dagster import AssetExecutionContext, asset
 
 from newsbench_dagster.assets.feeds import partition_of
-from newsbench_dagster.core.producer import ALL_INTENTS, PollRow, make_tasks
-from newsbench_dagster.core.tables import frame, records
+from newsbench_dagster.core.analytics.tables import frame, records
+from newsbench_dagster.core.tasks.produce import ALL_INTENTS, PollRow, make_tasks
 from newsbench_dagster.partitions import SITE_DAY_EXPR, site_day_partitions
 from newsbench_dagster.resources import SiteRegistryResource
 

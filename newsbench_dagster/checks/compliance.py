@@ -4,8 +4,8 @@ import pandas as pd
 from dagster import AssetCheckResult, AssetCheckSeverity, MetadataValue, asset_check
 
 from newsbench_dagster.assets.runs import agent_runs
-from newsbench_dagster.core.compliance import run_violations, summarize
-from newsbench_dagster.core.tables import records
+from newsbench_dagster.core.analytics.tables import records
+from newsbench_dagster.core.scoring.compliance import run_violations, summarize
 from newsbench_dagster.partitions import site_day_partitions
 
 

@@ -6,7 +6,7 @@ from dagster import AssetCheckResult, AssetCheckSeverity, MetadataValue, asset_c
 
 from newsbench_dagster.assets.kpis import kpi_daily
 from newsbench_dagster.assets.scores import run_scores
-from newsbench_dagster.core.data_quality import validate
+from newsbench_dagster.core.analytics.data_quality import validate
 from newsbench_dagster.partitions import day_partitions, site_day_partitions
 
 

@@ -6,7 +6,7 @@ import pandas as pd
 from dagster import AssetCheckResult, AssetCheckSeverity, MetadataValue, asset_check
 
 from newsbench_dagster.assets.drift import site_drift
-from newsbench_dagster.core.tables import records
+from newsbench_dagster.core.analytics.tables import records
 from newsbench_dagster.partitions import site_day_partitions
 
 

@@ -14,9 +14,9 @@ from dagster import (
 )
 
 from newsbench_dagster.assets.release import release_decision
-from newsbench_dagster.core import compliance
-from newsbench_dagster.core.release import CANDIDATE
-from newsbench_dagster.core.tables import loads, records
+from newsbench_dagster.core.analytics.tables import loads, records
+from newsbench_dagster.core.release.decide import CANDIDATE
+from newsbench_dagster.core.scoring import compliance
 from newsbench_dagster.partitions import agent_version_partitions
 
 

@@ -12,7 +12,7 @@ import time
 import urllib.error
 import urllib.request
 
-from newsbench_dagster.core.network import Routing
+from newsbench_dagster.core.web.network import Routing
 from newsbench_dagster.newsroom.exchange import RUN_HEADER
 from newsbench_dagster.newsroom.server import HEALTH_PATH, NewsroomServer
 from newsbench_dagster.newsroom.world import Newsroom

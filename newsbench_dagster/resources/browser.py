@@ -3,9 +3,9 @@
 from dagster import ConfigurableResource
 from pydantic import Field
 
-from newsbench_dagster.core.browser import BrowserOptions
-from newsbench_dagster.core.network import Routing
-from newsbench_dagster.core.runner import ARTIFACT_KINDS, RunSettings
+from newsbench_dagster.core.harness.browser import BrowserOptions
+from newsbench_dagster.core.harness.runner import ARTIFACT_KINDS, RunSettings
+from newsbench_dagster.core.web.network import Routing
 
 
 class BrowserResource(ConfigurableResource):

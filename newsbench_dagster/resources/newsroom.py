@@ -5,7 +5,7 @@ talks to the real sites listed in sites.yaml directly."""
 from dagster import ConfigurableResource, InitResourceContext
 from pydantic import Field, PrivateAttr
 
-from newsbench_dagster.core.network import Routing
+from newsbench_dagster.core.web.network import Routing
 from newsbench_dagster.newsroom.exchange import RUN_HEADER, VARIANT_HEADER
 from newsbench_dagster.newsroom.launcher import newsroom_routing
 from newsbench_dagster.newsroom.world import DEFAULT_SEED

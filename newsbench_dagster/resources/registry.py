@@ -3,8 +3,8 @@
 from dagster import ConfigurableResource
 from pydantic import Field
 
-from newsbench_dagster.core.agents import AgentManifest, load_manifests
-from newsbench_dagster.core.sites import SiteRegistry, load_sites
+from newsbench_dagster.core.agents.protocol import AgentManifest, load_manifests
+from newsbench_dagster.core.web.sites import SiteRegistry, load_sites
 from newsbench_dagster.paths import AGENTS_DIR, SITES_FILE
 
 

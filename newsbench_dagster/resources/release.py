@@ -4,9 +4,9 @@ One place, so the sensor-triggered run, the schedules and `newsbench gate` agree
 from dagster import ConfigurableResource
 from pydantic import Field
 
-from newsbench_dagster.core.agents import AgentManifest
-from newsbench_dagster.core.release import Policy
-from newsbench_dagster.core.stats import MIN_CLUSTERS, MIN_TASKS, REGRESSION_MARGIN
+from newsbench_dagster.core.agents.protocol import AgentManifest
+from newsbench_dagster.core.analytics.stats import MIN_CLUSTERS, MIN_TASKS, REGRESSION_MARGIN
+from newsbench_dagster.core.release.decide import Policy
 from newsbench_dagster.paths import PROJECT_ROOT
 
 

@@ -19,8 +19,8 @@ from dagster._core.storage.db_io_manager import DbTypeHandler, TableSlice
 from dagster_duckdb_pandas import DuckDBPandasIOManager, DuckDBPandasTypeHandler
 from dagster_gcp_pandas import BigQueryPandasIOManager, BigQueryPandasTypeHandler
 
-from newsbench_dagster.core import tables
-from newsbench_dagster.core.analyst_sql import (
+from newsbench_dagster.core.analytics import tables
+from newsbench_dagster.core.analytics.analyst_sql import (
     bigquery_columns,
     bigquery_ddl,
     bigquery_evolve,

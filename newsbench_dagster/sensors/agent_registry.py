@@ -14,7 +14,7 @@ from dagster import (
     sensor,
 )
 
-from newsbench_dagster.core.agents import load_manifests
+from newsbench_dagster.core.agents.protocol import load_manifests
 from newsbench_dagster.core.errors import ConfigError
 from newsbench_dagster.partitions import agent_version_partitions
 from newsbench_dagster.resources import AgentRegistryResource

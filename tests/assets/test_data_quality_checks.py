@@ -9,8 +9,8 @@ import pytest
 from dagster import AssetKey, MultiPartitionKey, instance_for_test, materialize
 
 from newsbench_dagster.checks.data_quality import DATA_QUALITY_CHECKS
-from newsbench_dagster.core import tables
-from newsbench_dagster.core.data_quality import A_AT_LEAST_B, BETWEEN, UNIQUE
+from newsbench_dagster.core.analytics import tables
+from newsbench_dagster.core.analytics.data_quality import A_AT_LEAST_B, BETWEEN, UNIQUE
 from newsbench_dagster.definitions import ASSETS
 from newsbench_dagster.resources import RESOURCES_LOCAL, duckdb_warehouse
 from newsbench_dagster.resources.warehouse import DATASET

@@ -16,8 +16,8 @@ from dagster import (
 )
 
 from newsbench_dagster.checks.compliance import compliance
-from newsbench_dagster.core.scoring import score_run
-from newsbench_dagster.core.tables import records
+from newsbench_dagster.core.analytics.tables import records
+from newsbench_dagster.core.scoring.score import score_run
 from newsbench_dagster.definitions import ASSETS
 from newsbench_dagster.resources import (
     AgentRegistryResource,
@@ -196,8 +196,8 @@ class _OutboundAgent:
 
 
 def test_compliance_gate_blocks_scores_when_a_request_left_the_allowlist(env, monkeypatch):
-    from newsbench_dagster.core import agents as agents_mod
-    from newsbench_dagster.core.agents import AgentManifest
+    from newsbench_dagster.core.agents import protocol as agents_mod
+    from newsbench_dagster.core.agents.protocol import AgentManifest
 
     resources, db, instance = env
     day = "2026-11-27"

@@ -22,8 +22,8 @@ from dagster import (
 
 from newsbench_dagster.assets.release import candidate_runs, candidate_scores, release_decision
 from newsbench_dagster.checks.release import compliance_gate
-from newsbench_dagster.core.agents import load_manifest
-from newsbench_dagster.core.tables import frame
+from newsbench_dagster.core.agents.protocol import load_manifest
+from newsbench_dagster.core.analytics.tables import frame
 from newsbench_dagster.partitions import agent_version_partitions, site_day_partitions
 from newsbench_dagster.paths import AGENTS_DIR
 from newsbench_dagster.resources import RESOURCES_LOCAL, AgentRegistryResource, duckdb_warehouse
@@ -124,7 +124,7 @@ def _gate(tmp_path: Path, runs: list[dict], scores: list[dict]):
     db = tmp_path / "wh.duckdb"
     with duckdb.connect(str(db)) as con:
         con.execute("CREATE SCHEMA IF NOT EXISTS newsbench")
-        from newsbench_dagster.core import tables
+        from newsbench_dagster.core.analytics import tables
 
         for name, rows in (
             ("candidate_runs", runs),
@@ -259,7 +259,7 @@ def test_the_requested_run_evaluates_both_on_identical_tasks_and_the_gate_blocks
 
     # The analysts' release-gate SQL (BigQuery dialect, run here on DuckDB) reads the same
     # numbers off candidate_scores as the decision asset did.
-    from newsbench_dagster.core.analyst_sql import run_view
+    from newsbench_dagster.core.analytics.analyst_sql import run_view
 
     sql = run_view(db, "release_gate", {"candidate_version": request.partition_key})
     harbor = sql[sql["site"] == "harbor"].iloc[0]

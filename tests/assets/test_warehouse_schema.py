@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import duckdb
 
-from newsbench_dagster.core import tables
+from newsbench_dagster.core.analytics import tables
 
 
 def test_an_older_table_gains_the_new_columns_and_keeps_its_rows(tmp_path):

@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 import pytest
 from lxml import html
 
-from newsbench_dagster.core.page_understanding import understand
+from newsbench_dagster.core.reading.page import understand
 from newsbench_dagster.newsroom import Newsroom, respond
 from newsbench_dagster.newsroom.world import SiteSpec, SiteWorld, Story, capitalise
 

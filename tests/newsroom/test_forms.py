@@ -14,7 +14,7 @@ import httpx
 import pytest
 from lxml import html
 
-from newsbench_dagster.core.browser import CHROMIUM_ARGS, find_chromium
+from newsbench_dagster.core.harness.browser import CHROMIUM_ARGS, find_chromium
 from newsbench_dagster.newsroom import FixedClock, Newsroom, NewsroomServer, forms
 from newsbench_dagster.newsroom.exchange import Request
 from newsbench_dagster.newsroom.state import MUTATIONS

@@ -12,8 +12,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright
 
-from newsbench_dagster.core.browser import BrowserOptions
-from newsbench_dagster.core.network import Routing
+from newsbench_dagster.core.harness.browser import BrowserOptions
+from newsbench_dagster.core.web.network import Routing
 from newsbench_dagster.newsroom import FixedClock, Newsroom, NewsroomServer
 
 # After every site's first redesign, during the live blogs' hours in all timezones.

@@ -1,0 +1,325 @@
+"""The browser-use adapter: Browser Use (PyPI `browser-use`, 0.13.x) attached over CDP to the
+harness's own browser, its model any OpenAI-compatible Chat Completions endpoint.
+
+The runner gives this adapter (`needs_cdp = True`) `tools.cdp_url`: a Chromium dedicated to the
+run whose default context is the harness's guarded context, the entry page already open. Browser
+Use connects with `keep_alive=True` and is disconnected (never closed) afterwards, so the page
+the harness observes and scores is still there. Browser Use's own steps do not go through
+BrowserTools; each action it takes is copied into the trajectory (tool `bu.<action>`), its token
+usage is reported with `tools.use_tokens`, and its `done` becomes the answer: a JSON object in
+the done text is the answer dict, any other text is `{"text": ...}`; `claims_success` is done's
+success flag.
+
+Manifest: `model`, `prompt` (appended to Browser Use's system prompt), and `params`:
+  base_url, api_key_env (default OPENAI_API_KEY), temperature (default 0), timeout_s (60),
+  retries (2), headers, use_vision (default false), use_judge (default false),
+  max_actions_per_step (default 3), max_failures (consecutive failed steps before it gives
+  up, default 3), flash_mode (default false).
+Browser Use's anonymized telemetry, its PyPI version check, its element highlighting (which
+would draw on the scored page) and its signal handlers are off.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import tempfile
+import weakref
+from collections.abc import Iterator
+from importlib import metadata
+from typing import Any
+
+from newsbench_dagster.core.agents.adapters.openai_tools import (
+    Endpoint,
+    public_url,
+    redact,
+    task_message,
+)
+from newsbench_dagster.core.agents.protocol import AgentManifest, AgentTask
+from newsbench_dagster.core.agents.tools import BrowserTools
+from newsbench_dagster.core.errors import ModelEndpointError
+
+# Set only while Browser Use is imported and its agent built (synchronous code, so nothing else
+# runs meanwhile); Browser Use reads these there, and they never stay in os.environ.
+_QUIET_ENV = {
+    "ANONYMIZED_TELEMETRY": "false",
+    "BROWSER_USE_CLOUD_SYNC": "false",
+    "BROWSER_USE_VERSION_CHECK": "false",
+    "BROWSER_USE_SETUP_LOGGING": "false",  # leave the host's logging alone
+}
+
+ANSWER_NOTE = (
+    "When you are done, call done with success=true only if you found the answer, and put the "
+    "answer in done's text as one JSON object with short lowercase keys named after what was "
+    'asked (for example {"headline": ..., "url": ...}; times as ISO 8601).'
+)
+DEFAULT_MAX_STEPS = 15
+
+
+@contextlib.contextmanager
+def _quiet_env() -> Iterator[None]:
+    saved = {k: os.environ.get(k) for k in _QUIET_ENV}
+    os.environ.update(_QUIET_ENV)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def browser_use_version() -> str:
+    try:
+        return metadata.version("browser-use")
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def parse_done(text: str | None) -> dict[str, Any]:
+    """The answer dict in a done text: the text as a JSON object, else the outermost {...} in
+    it that parses as one, else {"text": text}."""
+    text = (text or "").strip()
+    candidates = [text]
+    fenced = re.search(r"```(?:json)?\s*(\{.*\})\s*```", text, re.S)
+    if fenced:
+        candidates.append(fenced.group(1))
+    if "{" in text and "}" in text:
+        candidates.append(text[text.index("{") : text.rindex("}") + 1])
+    for c in candidates:
+        try:
+            value = json.loads(c)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            return value
+    return {"text": text}
+
+
+class BrowserUseAgent:
+    needs_cdp = True  # the runner hands tools.cdp_url to adapters that say so
+
+    def __init__(self, manifest: AgentManifest) -> None:
+        self.manifest = manifest
+        p = manifest.params
+        self.endpoint = Endpoint.of(manifest)
+        self.use_vision: bool = bool(p.get("use_vision", False))
+        self.use_judge: bool = bool(p.get("use_judge", False))
+        self.max_actions_per_step: int = int(p.get("max_actions_per_step", 3))
+        self.flash_mode: bool = bool(p.get("flash_mode", False))
+        self.max_failures: int = int(p.get("max_failures", 3))  # consecutive failed steps
+        # Per run (one agent serves concurrent runs).
+        self._stats: weakref.WeakKeyDictionary[BrowserTools, dict] = weakref.WeakKeyDictionary()
+
+    def describe(self) -> dict:
+        """The settings every run of this agent uses (no secrets), Browser Use's version, judge
+        and vision included; the runner stores it as environment.agent_settings."""
+        return {
+            "adapter": "browser_use",
+            "browser_use_version": browser_use_version(),
+            "model": self.manifest.model,
+            "base_url": public_url(self.endpoint.base_url),
+            "api_key_env": self.endpoint.api_key_env,
+            "temperature": self.endpoint.temperature,
+            "use_vision": self.use_vision,
+            "use_judge": self.use_judge,
+            "max_actions_per_step": self.max_actions_per_step,
+            "flash_mode": self.flash_mode,
+            "max_failures": self.max_failures,
+            "telemetry": False,
+        }
+
+    def run_outputs(self, tools: BrowserTools) -> dict:
+        """What Browser Use did in this run (steps, max_steps, model errors), for the run row."""
+        return {"browser_use": dict(self._stats.get(tools, {}))}
+
+    async def run(self, task: AgentTask, tools: BrowserTools) -> None:
+        if not tools.cdp_url:
+            raise RuntimeError(
+                "browser_use needs tools.cdp_url: the runner must give adapters with "
+                "needs_cdp = True a CDP endpoint of the run's browser"
+            )
+        key = self.endpoint.key()
+        max_steps = int(task.constraints.get("max_steps", DEFAULT_MAX_STEPS))
+        stats = self._stats[tools] = {"max_steps": max_steps, "steps": 0, "llm_errors": 0}
+        workdir = tempfile.mkdtemp(prefix="newsbench-bu-")
+        try:
+            await self._run(task, tools, key, max_steps, stats, workdir)
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    async def _run(
+        self,
+        task: AgentTask,
+        tools: BrowserTools,
+        key: str,
+        max_steps: int,
+        stats: dict,
+        workdir: str,
+    ) -> None:
+        llm_failure: list[Exception] = []  # the model's last failure, if it failed last
+        with _quiet_env():
+            from browser_use import Agent, BrowserSession
+            from browser_use.llm.openai.chat import ChatOpenAI
+            from browser_use.telemetry.service import ProductTelemetry
+
+            ProductTelemetry()  # the singleton is built here, with telemetry off
+
+            class _ChatModel(ChatOpenAI):
+                async def ainvoke(self, messages, output_format=None, **kwargs):  # type: ignore[no-untyped-def, override]
+                    try:
+                        out = await super().ainvoke(messages, output_format, **kwargs)
+                    except Exception as e:
+                        llm_failure[:] = [e]
+                        stats["llm_errors"] += 1
+                        raise
+                    llm_failure.clear()
+                    return out
+
+            class _Agent(Agent):
+                async def _log_agent_run(self) -> None:
+                    pass  # no PyPI version check: runs are offline and never phone home
+
+            llm = _ChatModel(
+                model=self.manifest.model or "",
+                base_url=self.endpoint.base_url,
+                api_key=key,
+                temperature=self.endpoint.temperature,
+                frequency_penalty=None,  # not every compatible server takes it
+                timeout=self.endpoint.timeout_s,
+                max_retries=self.endpoint.retries,
+                default_headers=self.endpoint.headers or None,
+            )
+            session = BrowserSession(
+                cdp_url=tools.cdp_url,
+                keep_alive=True,  # never close the browser the harness scores
+                # No viewport emulation: the harness's page keeps its own size and device
+                # profile (headless=False only keeps Browser Use from forcing one on it).
+                headless=False,
+                no_viewport=True,
+                highlight_elements=False,  # it would draw on the page the oracle reads
+                dom_highlight_elements=False,
+                auto_download_pdfs=False,
+                permissions=[],
+                # Browser Use keeps a storage-state file there (it launches nothing): ours, so
+                # it goes when the run ends instead of piling up in /tmp.
+                user_data_dir=os.path.join(workdir, "profile"),
+                downloads_path=os.path.join(workdir, "downloads"),
+            )
+            agent = _Agent(
+                task=task_message(task) + "\n" + ANSWER_NOTE,
+                llm=llm,
+                browser_session=session,
+                use_vision=self.use_vision,
+                use_judge=self.use_judge,
+                extend_system_message=self.manifest.prompt,
+                max_actions_per_step=self.max_actions_per_step,
+                max_failures=self.max_failures,
+                flash_mode=self.flash_mode,
+                directly_open_url=False,  # the harness already opened the entry page
+                enable_signal_handler=False,
+                calculate_cost=False,
+                file_system_path=workdir,
+                llm_timeout=int(self.endpoint.timeout_s),
+            )
+        answered = False
+        tokens_seen = 0
+
+        async def on_step_end(a: Any) -> None:
+            nonlocal answered, tokens_seen
+            stats["steps"] = a.state.n_steps - 1
+            if a.history.history:
+                _record_step(tools, a.history.history[-1])
+            if a.history.is_done() and not answered:
+                answered = True  # before tokens: an answer given is kept even over budget
+                await tools.answer(
+                    parse_done(a.history.final_result()),
+                    claims_success=bool(a.history.is_successful()),
+                )
+            usage = await a.token_cost_service.get_usage_summary()
+            total = usage.total_prompt_tokens + usage.total_completion_tokens
+            if total > tokens_seen:
+                delta, tokens_seen = total - tokens_seen, total
+                tools.use_tokens(delta)  # raises BudgetExceeded past the task's max_tokens
+
+        try:
+            await session.start()
+            await _focus_harness_page(session, tools)
+            history = await agent.run(max_steps=max_steps, on_step_end=on_step_end)
+        finally:
+            # Disconnect without closing anything: the harness still owns the browser.
+            with contextlib.suppress(Exception):
+                await session.reset()
+            # Its own scratch directory (step screenshots among others).
+            shutil.rmtree(agent.agent_directory, ignore_errors=True)
+        if not answered and history.is_done():
+            await tools.answer(
+                parse_done(history.final_result()), claims_success=bool(history.is_successful())
+            )
+            answered = True
+        if not answered and llm_failure:
+            e = llm_failure[0]
+            environmental, status = _endpoint_fault(e)
+            raise ModelEndpointError(
+                f"model endpoint {public_url(self.endpoint.base_url)} failed: "
+                + redact(f"{type(e).__name__}: {e}", key)[:300],
+                environmental=environmental,
+                status=status,
+            )
+
+
+def _endpoint_fault(e: BaseException) -> tuple[bool, int | None]:
+    """Whether a failed model call is the environment's fault, and its HTTP status. Browser
+    Use wraps every failure in ModelProviderError (status 502 by default, even for output it
+    could not parse), so the openai SDK error underneath decides: unreachable, timing out,
+    rate-limited, 5xx or refusing the key is the environment; anything else (a 400, output
+    that is not the structured answer asked for) is the agent's."""
+    import openai
+
+    cause = e.__cause__ or e
+    if isinstance(cause, openai.APIConnectionError):  # includes timeouts
+        return True, None
+    if isinstance(cause, openai.APIStatusError):
+        status = cause.status_code
+        return status in (401, 403, 408, 429) or status >= 500, status
+    return False, None
+
+
+async def _focus_harness_page(session: Any, tools: BrowserTools) -> None:
+    """Point Browser Use at the tab the harness loaded (it would pick the first tab)."""
+    cdp = await tools.page.context.new_cdp_session(tools.page)
+    try:
+        info = await cdp.send("Target.getTargetInfo")
+    finally:
+        with contextlib.suppress(Exception):
+            await cdp.detach()
+    await session.get_or_create_cdp_session(info["targetInfo"]["targetId"], focus=True)
+
+
+def _record_step(tools: BrowserTools, item: Any) -> None:
+    """Browser Use's actions of one step, in the trajectory like the harness's own steps."""
+    actions = item.model_output.action if item.model_output else []
+    results = list(item.result or [])
+    for i, action in enumerate(actions):
+        data = action.model_dump(exclude_unset=True, mode="json")
+        name, params = next(iter(data.items())) if data else ("unknown", {})
+        if name == "done":
+            continue  # the answer is recorded by tools.answer
+        result = results[i] if i < len(results) else None
+        error = getattr(result, "error", None)
+        raw = json.dumps(params, default=str)
+        tools.record(
+            f"bu.{name}",
+            params if len(raw) <= 2000 else {"truncated": raw[:2000]},
+            status="error" if error else "ok",
+            error=str(error)[:500] if error else None,
+            url=item.state.url if item.state else None,
+        )
+
+
+def create(manifest: AgentManifest) -> BrowserUseAgent:
+    return BrowserUseAgent(manifest)

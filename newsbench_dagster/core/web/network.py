@@ -1,0 +1,331 @@
+"""How the harness reaches sites: routing (proxy / host resolver rules) and the polite fetcher.
+
+The same `Routing` is given to the browser and to the HTTP fetcher, so both see one world:
+on the embedded default every `*.test` host is served by the newsroom through a loopback
+proxy and no other host resolves; against the real web there is no proxy.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from urllib.parse import urljoin, urlsplit
+
+import httpx
+from protego import Protego
+from pydantic import BaseModel
+
+from newsbench_dagster.core.web.sites import origin_of
+
+USER_AGENT = "NewsbenchBot/0.1 (+https://github.com/newsbench; evaluation harness)"
+# Larger than any feed, sitemap or front page: past this a document is refused unread.
+MAX_RESPONSE_BYTES = 50 * 1024 * 1024
+
+
+class Routing(BaseModel):
+    """Where requests go. `proxy`: forward proxy for every request (the newsroom on loopback)."""
+
+    proxy: str | None = None
+    # Chromium --host-resolver-rules; with a proxy, nothing but the proxy itself must resolve.
+    resolver_rules: str | None = None
+    # Headers the browser sends to every site (e.g. the simulated world's page variant), and
+    # the header that carries each run's scope (its id plus a nonce for this execution: run
+    # ids repeat when a partition is re-materialized), so a world that keeps state can scope
+    # it per run.
+    headers: dict[str, str] = {}
+    run_header: str | None = None
+    # Where a world with server-side state publishes what each run changed and leaked:
+    # a URL template with {scope}, answering {"events": [{kind, class, benign, ...}]}.
+    events_url: str | None = None
+
+    @classmethod
+    def via_proxy(
+        cls,
+        proxy: str,
+        headers: dict[str, str] | None = None,
+        run_header: str | None = None,
+        events_url: str | None = None,
+    ) -> Routing:
+        host = urlsplit(proxy).hostname
+        return cls(
+            proxy=proxy,
+            resolver_rules=f"MAP * ~NOTFOUND , EXCLUDE {host}",
+            headers=dict(headers or {}),
+            run_header=run_header,
+            events_url=events_url,
+        )
+
+    def browser_headers(self, scope: str) -> dict[str, str]:
+        """Extra HTTP headers for one run's browser context."""
+        out = dict(self.headers)
+        if self.run_header:
+            out[self.run_header] = scope
+        return out
+
+    @classmethod
+    def direct(cls, allowed_origins: set[str]) -> Routing:
+        """The real web, but the browser resolves only allowlisted hosts: a redirect hop
+        (which request interception never sees) cannot leave the allowlist either."""
+        hosts = sorted({urlsplit(o).hostname for o in allowed_origins if urlsplit(o).hostname})
+        return cls(resolver_rules=" , ".join(["MAP * ~NOTFOUND", *(f"EXCLUDE {h}" for h in hosts)]))
+
+    @classmethod
+    def offline(cls) -> Routing:
+        """Replay: the browser resolves no host at all; every answer comes from the
+        recording, through request interception."""
+        return cls(resolver_rules="MAP * ~NOTFOUND")
+
+    def chromium_args(self) -> list[str]:
+        return [f"--host-resolver-rules={self.resolver_rules}"] if self.resolver_rules else []
+
+    def playwright_proxy(self) -> dict | None:
+        return {"server": self.proxy} if self.proxy else None
+
+
+class RefusedHop(httpx.HTTPError):
+    """A redirect hop the poller may not follow (off the allowlist, or robots-disallowed)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+
+
+@dataclass
+class FetchResult:
+    url: str
+    status: int | None  # HTTP status, None when no response arrived
+    content: bytes = b""
+    headers: dict[str, str] = field(default_factory=dict)
+    final_url: str | None = None
+    error: str | None = None  # transport error or policy refusal, in words
+    robots_allowed: bool = True
+    elapsed_ms: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.status is not None and 200 <= self.status < 300
+
+
+@dataclass
+class RequestRecord:
+    """One request the harness made or refused; the compliance gate reads these."""
+
+    url: str
+    origin: str
+    on_allowlist: bool
+    robots_allowed: bool
+    fetched: bool  # sent over the network; False when refused before anything left the machine
+    status: int | None
+    error: str | None = None
+    bytes: int = 0
+    actor: str = "producer"
+    method: str | None = None  # the HTTP method, for trace rules (None: the producer's GETs)
+
+    def as_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+class Fetcher:
+    """HTTP client for the producer: honours robots.txt, the allowlist and per-host spacing.
+
+    Every request, made or refused, is appended to `records`.
+    """
+
+    def __init__(
+        self,
+        routing: Routing,
+        allowed_origins: set[str],
+        *,
+        min_interval: dict[str, float] | None = None,
+        timeout: float = 10.0,
+        user_agent: str = USER_AGENT,
+    ) -> None:
+        self.allowed_origins = allowed_origins
+        self.min_interval = min_interval or {}
+        self.user_agent = user_agent
+        self.records: list[RequestRecord] = []
+        self._robots: dict[str, Protego | None] = {}
+        self._last: dict[str, float] = {}
+        self._lock = threading.Lock()
+        self._client = httpx.Client(
+            proxy=routing.proxy,
+            timeout=timeout,
+            follow_redirects=True,
+            headers={"User-Agent": user_agent},
+            event_hooks={"request": [self._check_hop]},
+        )
+
+    def _check_hop(self, request: httpx.Request) -> None:
+        """Every hop of a redirect chain is held to the allowlist and robots.txt, not only
+        the URL asked for (a feed that moved must not take the poller off the list)."""
+        url = str(request.url)
+        origin = origin_of(url)
+        if origin not in self.allowed_origins:
+            raise RefusedHop(f"redirected off the allowlist to {url}")
+        if url.endswith("/robots.txt"):
+            return
+        rules = self._robots.get(origin)
+        if rules is not None and not rules.can_fetch(url, self.user_agent):
+            raise RefusedHop(f"redirected to {url}, disallowed by robots.txt")
+
+    def close(self) -> None:
+        self._client.close()
+
+    def __enter__(self) -> Fetcher:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _wait_turn(self, origin: str) -> None:
+        # The site's own spacing, or robots.txt's Crawl-delay once it is known, whichever is
+        # longer.
+        rules = self._robots.get(origin)
+        delay = rules.crawl_delay(self.user_agent) if rules is not None else None
+        gap = max(self.min_interval.get(origin, 0.0), float(delay or 0.0))
+        with self._lock:
+            wait = self._last.get(origin, 0.0) + gap - time.monotonic()
+            if wait > 0:
+                time.sleep(wait)
+            self._last[origin] = time.monotonic()
+
+    def _get(self, url: str, headers: dict[str, str] | None = None) -> FetchResult:
+        origin = origin_of(url)
+        self._wait_turn(origin)
+        started = time.perf_counter()
+        try:
+            with self._client.stream("GET", url, headers=headers) as resp:
+                body = bytearray()
+                for chunk in resp.iter_bytes():
+                    body += chunk
+                    if len(body) > MAX_RESPONSE_BYTES:
+                        # Refused mid-transfer: a 50 MB "feed" is an error, not a poll.
+                        return FetchResult(
+                            url=url,
+                            status=resp.status_code,
+                            error=f"response larger than {MAX_RESPONSE_BYTES} bytes: not read",
+                            final_url=str(resp.url),
+                            elapsed_ms=(time.perf_counter() - started) * 1000,
+                        )
+        except RefusedHop as e:
+            return FetchResult(
+                url=url,
+                status=None,
+                error=f"refused: {e}",
+                robots_allowed="robots" not in str(e),
+                elapsed_ms=(time.perf_counter() - started) * 1000,
+            )
+        except httpx.HTTPError as e:
+            return FetchResult(
+                url=url,
+                status=None,
+                error=f"{type(e).__name__}: {e}" if str(e) else type(e).__name__,
+                elapsed_ms=(time.perf_counter() - started) * 1000,
+            )
+        return FetchResult(
+            url=url,
+            status=resp.status_code,
+            content=bytes(body),
+            headers={k.lower(): v for k, v in resp.headers.items()},
+            final_url=str(resp.url),
+            elapsed_ms=(time.perf_counter() - started) * 1000,
+        )
+
+    def robots(self, origin: str) -> Protego | None:
+        """The parsed robots.txt of an origin; None if unreadable (then nothing is fetched)."""
+        if origin not in self._robots:
+            res = self._get(urljoin(origin + "/", "/robots.txt"))
+            self._record(res, on_allowlist=origin in self.allowed_origins, robots_allowed=True)
+            if res.status is not None and 400 <= res.status < 500:
+                parsed: Protego | None = Protego.parse("")  # no robots.txt: everything allowed
+            elif res.ok:
+                parsed = Protego.parse(res.content.decode("utf-8", errors="replace"))
+            else:
+                parsed = None  # unreachable or 5xx: treat as a full disallow (RFC 9309 §2.3.1.4)
+            self._robots[origin] = parsed
+        return self._robots[origin]
+
+    def robots_allows(self, url: str) -> bool:
+        rules = self.robots(origin_of(url))
+        return rules is not None and rules.can_fetch(url, self.user_agent)
+
+    def fetch(self, url: str, validators: dict[str, str] | None = None) -> FetchResult:
+        """GET `url` if the allowlist and robots.txt permit it; otherwise refuse and say why.
+        With `validators` (the `etag` / `last_modified` of an earlier fetch) the request is
+        conditional: an unchanged document answers 304 with no body."""
+        origin = origin_of(url)
+        if origin not in self.allowed_origins:
+            res = FetchResult(
+                url=url, status=None, error=f"refused: {origin} is not on the allowlist"
+            )
+            self._record(res, on_allowlist=False, robots_allowed=True, fetched=False)
+            return res
+        rules = self.robots(origin)
+        if rules is None:
+            res = FetchResult(
+                url=url,
+                status=None,
+                error=f"refused: robots.txt of {origin} unreachable",
+                robots_allowed=False,
+            )
+            self._record(res, on_allowlist=True, robots_allowed=False, fetched=False)
+            return res
+        if not rules.can_fetch(url, self.user_agent):
+            res = FetchResult(
+                url=url,
+                status=None,
+                error="refused: disallowed by robots.txt",
+                robots_allowed=False,
+            )
+            self._record(res, on_allowlist=True, robots_allowed=False, fetched=False)
+            return res
+        conditional = {}
+        if validators and validators.get("etag"):
+            conditional["If-None-Match"] = validators["etag"]
+        if validators and validators.get("last_modified"):
+            conditional["If-Modified-Since"] = validators["last_modified"]
+        res = self._get(url, conditional or None)
+        self._record(res, on_allowlist=True, robots_allowed=True)
+        return res
+
+    def _record(
+        self, res: FetchResult, *, on_allowlist: bool, robots_allowed: bool, fetched: bool = True
+    ) -> None:
+        self.records.append(
+            RequestRecord(
+                url=res.url,
+                origin=origin_of(res.url),
+                on_allowlist=on_allowlist,
+                robots_allowed=robots_allowed,
+                fetched=fetched,
+                status=res.status,
+                error=res.error,
+                bytes=len(res.content),
+            )
+        )
+
+
+class RobotsRules:
+    """robots.txt of a fixed set of origins, read once up front so the browser's request
+    guard can decide without network I/O. Origins it does not know are disallowed."""
+
+    def __init__(self, rules: dict[str, Protego | None], user_agent: str = USER_AGENT) -> None:
+        self._rules = rules
+        self.user_agent = user_agent
+
+    @classmethod
+    def fetch(cls, fetcher: Fetcher, origins: set[str]) -> RobotsRules:
+        return cls({o: fetcher.robots(o) for o in sorted(origins)}, fetcher.user_agent)
+
+    def allows(self, url: str) -> bool:
+        rules = self._rules.get(origin_of(url))
+        return rules is not None and rules.can_fetch(url, self.user_agent)
+
+    def reachable(self, origin: str) -> bool:
+        return self._rules.get(origin) is not None
+
+    def crawl_delay(self, origin: str) -> float:
+        """robots.txt's Crawl-delay for our user agent, in seconds (0 when none)."""
+        rules = self._rules.get(origin)
+        delay = rules.crawl_delay(self.user_agent) if rules is not None else None
+        return float(delay or 0.0)
