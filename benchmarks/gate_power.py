@@ -31,7 +31,9 @@ from datetime import UTC, datetime
 import numpy as np
 
 from newsbench_dagster.core.analytics.kpis import wilson
-from newsbench_dagster.core.release.decide import BASELINE, CANDIDATE, Policy, decide
+from newsbench_dagster.core.release.decide import decide
+from newsbench_dagster.core.release.evaluate import BASELINE, CANDIDATE
+from newsbench_dagster.core.release.policy import Policy
 
 FROZEN_AT = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 SLICE_FIELDS = ("site", "intent", "locale", "device", "risk_tier")

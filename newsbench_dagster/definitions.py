@@ -1,22 +1,65 @@
-"""The one Definitions object; `workspace.yaml` points here."""
+"""The one Definitions object; `workspace.yaml` points here.
 
-from dagster import Definitions, EnvVar, in_process_executor, load_assets_from_modules
+Definitions are loaded from the stage folders of `defs/`, each folder's assets forming the
+asset group of its name; the resources are chosen per deployment from one table."""
 
-from newsbench_dagster.assets import drift, feeds, kpis, release, runs, scores, tasks
-from newsbench_dagster.checks.compliance import compliance
-from newsbench_dagster.checks.data_quality import DATA_QUALITY_CHECKS
-from newsbench_dagster.checks.drift import DRIFT_CHECKS
-from newsbench_dagster.checks.release import RELEASE_CHECKS
-from newsbench_dagster.resources import (
-    RESOURCES_LOCAL,
-    NewsroomResource,
-    bigquery_warehouse,
+from dagster import (
+    Definitions,
+    EnvVar,
+    in_process_executor,
+    load_assets_from_package_module,
+    load_definitions_from_package_module,
 )
-from newsbench_dagster.schedules import JOBS, SCHEDULES
-from newsbench_dagster.sensors import SENSORS
 
-ASSETS = load_assets_from_modules([feeds, tasks, runs, scores, drift, kpis, release])
-CHECKS = [compliance, *DATA_QUALITY_CHECKS, *DRIFT_CHECKS, *RELEASE_CHECKS]
+from newsbench_dagster.defs import drift, evaluation, ingest, kpis, quality, release
+from newsbench_dagster.resources import (
+    AgentRegistryResource,
+    ArtifactStoreResource,
+    BrowserResource,
+    NewsroomResource,
+    ReleaseResource,
+    SiteRegistryResource,
+    bigquery_warehouse,
+    duckdb_warehouse,
+)
+
+STAGES = (ingest, evaluation, drift, kpis, quality, release)
+
+
+def _group(stage) -> str:
+    return stage.__name__.rsplit(".", 1)[-1]
+
+
+ASSETS = [a for s in STAGES for a in load_assets_from_package_module(s, group_name=_group(s))]
+_FOUND = [load_definitions_from_package_module(s) for s in STAGES]  # checks, jobs, schedules...
+CHECKS = [c for d in _FOUND for c in d.asset_checks or []]
+JOBS = [j for d in _FOUND for j in d.jobs or []]
+SCHEDULES = [x for d in _FOUND for x in d.schedules or []]
+SENSORS = [x for d in _FOUND for x in d.sensors or []]
+
+# Resources per deployment. `local`: the embedded world (the newsroom, system Chromium, a
+# DuckDB file, a local artifact folder). `production`: real sites from sites.yaml (newsroom
+# off), BigQuery, with project and key read from the environment at run time.
+RESOURCES_LOCAL = {
+    "io_manager": duckdb_warehouse(),
+    "newsroom": NewsroomResource(),
+    "browser": BrowserResource(),
+    "artifacts": ArtifactStoreResource(),
+    "sites": SiteRegistryResource(),
+    "agents": AgentRegistryResource(),
+    "release": ReleaseResource(),
+}
+RESOURCES = {
+    "local": RESOURCES_LOCAL,
+    "production": {
+        **RESOURCES_LOCAL,
+        "newsroom": NewsroomResource(enabled=False),
+        "io_manager": bigquery_warehouse(
+            project=EnvVar("NEWSBENCH_BQ_PROJECT"),
+            gcp_credentials=EnvVar("NEWSBENCH_GCP_CREDENTIALS"),
+        ),
+    },
+}
 
 
 def build_definitions(resources: dict) -> Definitions:
@@ -32,19 +75,10 @@ def build_definitions(resources: dict) -> Definitions:
     )
 
 
-defs = build_definitions(RESOURCES_LOCAL)
+defs = build_definitions(RESOURCES["local"])
 
 
 def production() -> Definitions:
     """The deployed variant: real sites (no newsroom), BigQuery. Point a workspace at
     `newsbench_dagster.definitions:production`; secrets come from the environment at run time."""
-    return build_definitions(
-        {
-            **RESOURCES_LOCAL,
-            "newsroom": NewsroomResource(enabled=False),
-            "io_manager": bigquery_warehouse(
-                project=EnvVar("NEWSBENCH_BQ_PROJECT"),
-                gcp_credentials=EnvVar("NEWSBENCH_GCP_CREDENTIALS"),
-            ),
-        }
-    )
+    return build_definitions(RESOURCES["production"])

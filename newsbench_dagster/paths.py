@@ -1,4 +1,7 @@
-"""Where the project's files are, relative to the repository (not the working directory)."""
+"""Where the project's files are, relative to the repository (not the working directory).
+
+Only the edge reads these (definitions, resources, the CLI, tests and benchmarks); `core` is
+handed the directories it works in."""
 
 from pathlib import Path
 
@@ -8,3 +11,6 @@ AGENTS_DIR = PROJECT_ROOT / "agents"
 DATA_DIR = PROJECT_ROOT / "data"
 WAREHOUSE_FILE = DATA_DIR / "warehouse.duckdb"
 DAGSTER_HOME = PROJECT_ROOT / "dagster_home"
+ARTIFACTS_DIR = DATA_DIR / "artifacts"
+SUITES_DIR = PROJECT_ROOT / "suites"
+SQL_DIR = PROJECT_ROOT / "sql"

@@ -17,9 +17,9 @@ from typer.testing import CliRunner
 from newsbench_dagster.cli import app
 from newsbench_dagster.core.web.sites import load_sites
 from newsbench_dagster.definitions import defs, production
-from newsbench_dagster.partitions import SITE_KEYS
+from newsbench_dagster.defs.evaluation.jobs import nightly_sweep
+from newsbench_dagster.defs.partitions import SITE_KEYS
 from newsbench_dagster.paths import PROJECT_ROOT, SITES_FILE
-from newsbench_dagster.schedules import nightly_sweep
 
 CORE = PROJECT_ROOT / "newsbench_dagster" / "core"
 NEWSROOM = PROJECT_ROOT / "newsbench_dagster" / "newsroom"
@@ -104,7 +104,7 @@ def test_nightly_schedule_requests_one_run_per_site():
 
 
 def test_hourly_canary_rotates_through_every_site():
-    from newsbench_dagster.schedules import CANARY_SITES_PER_HOUR, hourly_canary
+    from newsbench_dagster.defs.evaluation.jobs import CANARY_SITES_PER_HOUR, hourly_canary
 
     seen: list[str] = []
     hours = len(SITE_KEYS) // CANARY_SITES_PER_HOUR

@@ -12,8 +12,8 @@ import time
 import urllib.error
 import urllib.request
 
-from newsbench_dagster.core.web.network import Routing
-from newsbench_dagster.newsroom.exchange import RUN_HEADER
+from newsbench_dagster.core.web.network import Routing, World
+from newsbench_dagster.newsroom.exchange import RUN_HEADER, VARIANT_HEADER
 from newsbench_dagster.newsroom.server import HEALTH_PATH, NewsroomServer
 from newsbench_dagster.newsroom.world import Newsroom
 
@@ -27,6 +27,23 @@ def newsroom_routing(address: str, headers: dict[str, str] | None = None) -> Rou
         headers=headers,
         run_header=RUN_HEADER,
         events_url=f"{address}/__newsroom/events?scope=run:{{scope}}",
+    )
+
+
+def newsroom_world(port: int, health: dict, variant: int | None = None) -> World:
+    """The newsroom on `port` as the runs' world: its routing (with the seeded form layout
+    `variant` when one is chosen) and the manifest every run records (seed, revision, variant
+    and the header that scopes each run's state), from the server's `health` document."""
+    headers = {VARIANT_HEADER: str(variant)} if variant is not None else {}
+    return World(
+        newsroom_routing(f"http://127.0.0.1:{port}", headers),
+        {
+            "kind": "newsroom",
+            "seed": health.get("seed"),
+            "revision": health.get("revision"),
+            "variant": variant,
+            "run_scope_header": RUN_HEADER,
+        },
     )
 
 

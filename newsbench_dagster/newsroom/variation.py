@@ -139,6 +139,15 @@ def generate(
     return response.body.decode("utf-8")
 
 
+def describe(seed: int) -> dict[str, Any]:
+    """The variation a seed chooses, and the field order it gives every form."""
+    from .forms import FORM_FIELDS  # forms imports this module
+
+    variant = Variant.from_seed(seed)
+    fields = {form: variant.arrange(form, names) for form, names in FORM_FIELDS.items()}
+    return {"variant": variant.describe(), "field_order": fields}
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m newsbench_dagster.newsroom.variation")
     parser.add_argument("--seed", type=int, required=True, help="variant seed")
@@ -152,12 +161,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.site not in {spec.key for spec in newsroom.sites}:
         parser.error(f"unknown site {args.site!r}")
     if args.describe:
-        from .forms import FORM_FIELDS
-
-        variant = Variant.from_seed(args.seed)
-        fields = {form: variant.arrange(form, names) for form, names in FORM_FIELDS.items()}
-        doc = {"variant": variant.describe(), "field_order": fields}
-        json.dump(doc, sys.stdout, indent=2)
+        json.dump(describe(args.seed), sys.stdout, indent=2)
         sys.stdout.write("\n")
         return
     sys.stdout.write(generate(args.site, args.page, args.seed, newsroom))

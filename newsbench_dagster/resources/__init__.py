@@ -1,6 +1,6 @@
-"""Resources. The local default is the embedded world: the newsroom, system Chromium, a DuckDB
-file and a local artifact folder; `definitions.production()` swaps the deployment-specific
-ones (newsroom off, BigQuery) in one place."""
+"""Resources: ConfigurableResources only, one module each (the newsroom, the browser, the
+warehouse, the artifact store, the registries, the release policy). Which ones a deployment
+uses is chosen in one table, `definitions.RESOURCES`."""
 
 from newsbench_dagster.resources.artifacts import ArtifactStoreResource
 from newsbench_dagster.resources.browser import BrowserResource
@@ -13,18 +13,7 @@ from newsbench_dagster.resources.warehouse import (
     duckdb_warehouse,
 )
 
-RESOURCES_LOCAL = {
-    "io_manager": duckdb_warehouse(),
-    "newsroom": NewsroomResource(),
-    "browser": BrowserResource(),
-    "artifacts": ArtifactStoreResource(),
-    "sites": SiteRegistryResource(),
-    "agents": AgentRegistryResource(),
-    "release": ReleaseResource(),
-}
-
 __all__ = [
-    "RESOURCES_LOCAL",
     "ArtifactStoreResource",
     "BrowserResource",
     "NewsroomResource",

@@ -4,11 +4,11 @@ from dagster import ConfigurableResource
 from pydantic import Field
 
 from newsbench_dagster.core.artifacts import LocalArtifactStore
-from newsbench_dagster.paths import DATA_DIR
+from newsbench_dagster.paths import ARTIFACTS_DIR
 
 
 class ArtifactStoreResource(ConfigurableResource):
-    root: str = Field(default=str(DATA_DIR / "artifacts"))
+    root: str = Field(default=str(ARTIFACTS_DIR))
 
     def store(self) -> LocalArtifactStore:
         return LocalArtifactStore(self.root)

@@ -5,7 +5,7 @@ from pydantic import Field
 
 from newsbench_dagster.core.harness.browser import BrowserOptions
 from newsbench_dagster.core.harness.runner import ARTIFACT_KINDS, RunSettings
-from newsbench_dagster.core.web.network import Routing
+from newsbench_dagster.paths import PROJECT_ROOT
 
 
 class BrowserResource(ConfigurableResource):
@@ -24,24 +24,30 @@ class BrowserResource(ConfigurableResource):
         default=False,
         description="Draw the device / geo / network a task leaves open from its seed",
     )
+    base_dir: str = Field(
+        default=str(PROJECT_ROOT),
+        description="Where tasks' relative files are found (recordings, rules, grading)",
+    )
 
-    def options(self, routing: Routing) -> BrowserOptions:
-        return BrowserOptions(
-            executable_path=self.executable_path, headless=self.headless, routing=routing
-        )
+    def options(self) -> BrowserOptions:
+        """What to launch (the harness builder gives it the world's routing)."""
+        return BrowserOptions(executable_path=self.executable_path, headless=self.headless)
 
-    def settings(
-        self, min_interval: dict[str, float] | None = None, task_set: dict | None = None
-    ) -> RunSettings:
+    def settings(self, task_set: dict | None = None, **overrides) -> RunSettings:
+        """Run settings for one batch: these defaults, the task set it ran (kept with every
+        run) and whatever the caller overrides (a release evaluation's trials)."""
         unknown = set(self.artifacts) - set(ARTIFACT_KINDS)
         if unknown:
             raise ValueError(f"browser.artifacts: unknown kinds {sorted(unknown)}")
         return RunSettings(
-            trials=self.trials,
-            concurrency=self.concurrency,
-            screenshot=self.screenshot,
-            artifacts=tuple(self.artifacts),
-            randomize_profiles=self.randomize_profiles,
-            min_interval=min_interval or {},
-            task_set=task_set,
+            **{
+                "trials": self.trials,
+                "concurrency": self.concurrency,
+                "screenshot": self.screenshot,
+                "artifacts": tuple(self.artifacts),
+                "randomize_profiles": self.randomize_profiles,
+                "base_dir": self.base_dir,
+                "task_set": task_set,
+                **overrides,
+            }
         )

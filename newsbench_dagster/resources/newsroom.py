@@ -5,9 +5,8 @@ talks to the real sites listed in sites.yaml directly."""
 from dagster import ConfigurableResource, InitResourceContext
 from pydantic import Field, PrivateAttr
 
-from newsbench_dagster.core.web.network import Routing
-from newsbench_dagster.newsroom.exchange import RUN_HEADER, VARIANT_HEADER
-from newsbench_dagster.newsroom.launcher import newsroom_routing
+from newsbench_dagster.core.web.network import World
+from newsbench_dagster.newsroom.launcher import newsroom_world
 from newsbench_dagster.newsroom.world import DEFAULT_SEED
 
 
@@ -34,20 +33,9 @@ class NewsroomResource(ConfigurableResource):
             self._server.stop()
             self._server = None
 
-    def routing(self, allowed_origins: set[str]) -> Routing:
-        if self.enabled:
-            headers = {VARIANT_HEADER: str(self.variant)} if self.variant is not None else {}
-            return newsroom_routing(f"http://127.0.0.1:{self.port}", headers)
-        return Routing.direct(allowed_origins)
-
-    def world(self) -> dict:
-        """Recorded in every run's environment manifest."""
+    def world(self, allowed_origins: set[str]) -> World:
+        """The runs' world: the newsroom (routing, and the manifest every run records), or
+        the live sites of the allowlist when disabled."""
         if not self.enabled:
-            return {"kind": "live"}
-        return {
-            "kind": "newsroom",
-            "seed": self._health.get("seed", self.seed),
-            "revision": self._health.get("revision"),
-            "variant": self.variant,
-            "run_scope_header": RUN_HEADER,
-        }
+            return World.live(allowed_origins)
+        return newsroom_world(self.port, {"seed": self.seed, **self._health}, self.variant)

@@ -26,6 +26,7 @@ from newsbench_dagster.core.analytics.analyst_sql import (
     bigquery_evolve,
     partition_column,
 )
+from newsbench_dagster.core.analytics.warehouse import SCHEMA
 from newsbench_dagster.paths import WAREHOUSE_FILE
 
 
@@ -77,7 +78,8 @@ class DuckDBWarehouse(DuckDBPandasIOManager):
         return super().create_io_manager(context)
 
 
-DATASET = "newsbench"  # DuckDB schema / BigQuery dataset: the same table names in both
+# DuckDB schema / BigQuery dataset: the same table names in both.
+DATASET = SCHEMA
 
 
 def duckdb_warehouse(path: str | None = None) -> DuckDBWarehouse:

@@ -66,10 +66,39 @@ class AgentTask(BaseModel):
 
 
 class Agent(Protocol):
+    """What the runner drives. `manifest` and `run` are required; the three hooks below are
+    optional (an agent without them gets the defaults), and the runner reads them only
+    through `needs_cdp`, `settings_of` and `outputs_of`, so this class lists every hook there
+    is.
+
+    * `needs_cdp: bool` -- the agent brings its own browser logic and attaches over CDP: the
+      runner gives it a Chromium of its own, reached through the guarded endpoint in
+      `tools.cdp_url` (default False).
+    * `describe() -> dict` -- the adapter's settings, recorded in the run's environment
+      manifest (model, endpoint without credentials, versions...).
+    * `run_outputs(tools) -> dict` -- what the adapter kept of its agent, whatever happened
+      to the run: bytes or text become artifacts, anything else the run row's `adapter`
+      field. Stored, never trusted.
+    """
+
     manifest: AgentManifest
 
     async def run(self, task: AgentTask, tools: BrowserTools) -> None:
         """Work on the task in the page behind `tools`; answer with `tools.answer(...)`."""
+
+
+def needs_cdp(agent: Agent) -> bool:
+    return bool(getattr(agent, "needs_cdp", False))
+
+
+def settings_of(agent: Agent) -> dict[str, Any]:
+    describe = getattr(agent, "describe", None)
+    return describe() if describe else {}
+
+
+def outputs_of(agent: Agent, tools: BrowserTools) -> dict[str, Any]:
+    outputs = getattr(agent, "run_outputs", None)
+    return (outputs(tools) or {}) if outputs else {}
 
 
 ADAPTERS = "newsbench_dagster.core.agents.adapters"

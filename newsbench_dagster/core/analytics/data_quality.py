@@ -324,3 +324,45 @@ def validate(table: str, df: pd.DataFrame) -> dict:
         "empty": False,
         "failed": failed,
     }
+
+
+def _cell(value: object, width: int = 80) -> str:
+    text = "" if value in (None, [], "") else str(value)
+    text = text.replace("|", "\\|").replace("\n", " ")
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def failures_markdown(failed: list[dict]) -> str:
+    """Markdown: one row per failed expectation, with what was unexpected and where."""
+    lines = [
+        "| expectation | column | unexpected | values | rows |",
+        "|---|---|---|---|---|",
+    ]
+    for f in failed:
+        seen = f["observed"]
+        if "error" in seen:
+            unexpected, values = "error", seen["error"]
+        elif "unexpected_count" in seen:
+            unexpected = f"{seen['unexpected_count']} ({seen.get('unexpected_percent') or 0:.1f} %)"
+            values = seen.get("partial_unexpected_list")
+        else:
+            unexpected, values = "observed", seen.get("observed_value")
+        lines.append(
+            f"| {f['expectation']} | {f['column']} | {unexpected} | {_cell(values)} | "
+            f"{_cell(seen.get('rows'))} |"
+        )
+    return "\n".join(lines)
+
+
+def summary(outcome: dict, rows: int) -> str:
+    """One line a gate shows: nothing to check, the first failure, or that all held."""
+    failed = outcome["failed"]
+    if outcome["empty"]:
+        return "Empty partition: nothing to check."
+    if failed:
+        first = failed[0]
+        return (
+            f"{len(failed)} of {outcome['evaluated']} expectations failed; first: "
+            f"{first['expectation']} on {first['column']} ({first['why']})"
+        )
+    return f"All {outcome['evaluated']} expectations hold on {rows} rows."

@@ -14,8 +14,8 @@ baseline's success fell by more than `drop` on a day the template changed or the
 anomalous, and it stays drifted until the baseline is back within `drop` of its level before
 the change. A change that the baseline weathered is flagged, not excluded.
 
-Pure: no dagster, no I/O. The asset (`assets/drift.py`) fetches the page, keeps the per-site
-history and calls these functions.
+Pure: no dagster, no I/O. The asset (`defs/drift/assets.py`) fetches the page, keeps the
+per-site history and calls these functions.
 """
 
 from __future__ import annotations
@@ -189,6 +189,24 @@ def volume_anomaly(
 
 # ---------------------------------------------------------------------------------------------
 # Assessment
+
+
+def feed_volume(feed_items: Iterable[Mapping[str, Any]]) -> int:
+    """Items the site's feeds and sitemaps listed (the homepage's links are not feed volume)."""
+    return sum(1 for r in feed_items if r.get("item_url") and r.get("kind") != "homepage")
+
+
+def baseline_success(run_scores: Iterable[Mapping[str, Any]], versions: list[str]) -> float | None:
+    """Success rate of the main-channel agents over the scored (not excluded) runs; None
+    when there is none."""
+    scored = [
+        bool(r["success"])
+        for r in run_scores
+        if r.get("agent_version") in versions
+        and not r.get("excluded")
+        and r.get("success") is not None
+    ]
+    return sum(scored) / len(scored) if scored else None
 
 
 def _pct(x: float | None) -> str:

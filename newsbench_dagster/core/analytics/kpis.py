@@ -206,3 +206,43 @@ def success_over_days(rows: Iterable[dict], site: str = ALL) -> str:
             f"| {r['agent_version']} | {day} | {shown} | `{interval_strip(rate, lo, hi)}` |"
         )
     return "\n".join(lines)
+
+
+def _fmt(value: float | None, spec: str) -> str:
+    return "-" if value is None or pd.isna(value) else format(value, spec)
+
+
+def overall_table(rows: Iterable[dict]) -> str:
+    """Markdown: per site and agent version, scored runs, success, environment failures and
+    mean reward (the `all` slice)."""
+    lines = [
+        "| site | agent | scored | success | env failures | reward |",
+        "|---|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {r['site']} | {r['agent_version']} | {r['n_scored']} | "
+        f"{_fmt(r['success_rate'], '.2f')} | {r['n_env_failures']} | "
+        f"{_fmt(r['mean_reward'], '.3f')} |"
+        for r in rows
+        if r["slice_kind"] == "all"
+    ]
+    return "\n".join(lines)
+
+
+def per_site_table(rows: Iterable[dict]) -> str:
+    """Markdown: per site (then `*`) and agent version, scored runs, success with its 95 %
+    Wilson interval, mean reward."""
+    lines = [
+        "| site | agent | scored | success [95 % CI] | reward |",
+        "|---|---|---|---|---|",
+    ]
+    overall = [r for r in rows if r["slice_kind"] == "all"]
+    for r in sorted(overall, key=lambda r: (r["site"] == ALL, r["site"], r["agent_version"])):
+        success = _fmt(r["success_rate"], ".2f")
+        if success != "-":
+            success += f" [{_fmt(r['success_ci_low'], '.2f')}, {_fmt(r['success_ci_high'], '.2f')}]"
+        lines.append(
+            f"| {r['site']} | {r['agent_version']} | {r['n_scored']} | {success} | "
+            f"{_fmt(r['mean_reward'], '.3f')} |"
+        )
+    return "\n".join(lines)

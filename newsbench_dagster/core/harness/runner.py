@@ -26,13 +26,20 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 from functools import cache
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 import httpx
 from playwright.async_api import Browser, BrowserContext, Page, Request, Route, async_playwright
 from playwright.async_api import Error as PlaywrightError
 
-from newsbench_dagster.core.agents.protocol import Agent, AgentTask
+from newsbench_dagster.core.agents.protocol import (
+    Agent,
+    AgentTask,
+    needs_cdp,
+    outputs_of,
+    settings_of,
+)
 from newsbench_dagster.core.agents.tools import BrowserTools, BudgetExceeded
 from newsbench_dagster.core.artifacts import ArtifactStore
 from newsbench_dagster.core.errors import InvalidTask, ModelEndpointError
@@ -95,9 +102,9 @@ class RunSettings:
     attempt: int = 0
     # A rerun batch runs trial `first_trial` (the trial being retried) instead of 0.
     first_trial: int = 0
-    # Where a task's relative `replay.recording` (and rules files) are found; None = the
-    # project root.
-    recordings_dir: str | None = None
+    # Where a task's relative files are found (its `replay.recording`, rules and grading
+    # files); None = the working directory. The edge passes the project root.
+    base_dir: str | None = None
     # Record live runs: a `core.recording.WarcRecorder` every allowed request of every run
     # is written to (what the agent and the harness loaded, to replay later).
     record: Any = None
@@ -345,7 +352,7 @@ class Runner:
             browser = state.browser = await self._ensure_browser(pw, offline)
             row["environment"] = self._environment(browser, task, agent, profile)
             kwargs = {**self.options.context_kwargs(), **profile.context_kwargs()}
-            if getattr(agent, "needs_cdp", False):
+            if needs_cdp(agent):
                 # An agent that brings its own browser logic gets a Chromium of its own (it
                 # sees no other run's pages) whose default context is the guarded one, reached
                 # only through the CDP guard.
@@ -473,11 +480,11 @@ class Runner:
                 error=f"{type(e).__name__}: {e}",
             )
         finally:
-            if tools is not None and (outputs := getattr(agent, "run_outputs", None)):
+            if tools is not None:
                 # What an adapter kept of its agent (stdout, stderr, settings), whatever
                 # happened to the run: stored, never trusted.
                 try:
-                    self._put_outputs(row, task, outputs(tools))
+                    self._put_outputs(row, task, outputs_of(agent, tools))
                 except Exception as e:  # noqa: BLE001 - must not hide the run's own outcome
                     row.setdefault("artifact_errors", {})["adapter_outputs"] = str(e)
             if context is not None:
@@ -761,9 +768,7 @@ class Runner:
         spec = task.get("replay")
         if not spec:
             return None
-        from newsbench_dagster.paths import PROJECT_ROOT
-
-        base = self.settings.recordings_dir or PROJECT_ROOT
+        base = Path(self.settings.base_dir or ".")
         rules = tuple(str(recording_path(r, base)) for r in spec.get("rules") or ())
         return Recording.open(recording_path(spec["recording"], base), rules)
 
@@ -1052,14 +1057,13 @@ class Runner:
 
     def _environment(self, browser: Browser, task: dict, agent: Agent, profile) -> dict:
         manifest = agent.manifest
-        describe = getattr(agent, "describe", None)
         return {
             "browser": "chromium",
             "browser_version": browser.version,
             **profile.manifest(),
             "agent_adapter": manifest.adapter,
             "agent_version": manifest.agent_version,
-            "agent_settings": describe() if describe else {},
+            "agent_settings": settings_of(agent),
             "model": manifest.model,
             "prompt_hash": manifest.prompt_hash,
             "manifest_hash": manifest.content_hash,

@@ -98,7 +98,9 @@ def run_violations(run: dict) -> list[dict]:
     return found
 
 
-def summarize(runs: Iterable[dict], scores: Iterable[dict] = ()) -> dict:
+def summarize(
+    runs: Iterable[dict], scores: Iterable[dict] = (), pii_max_rate: float = PII_MAX_RATE
+) -> dict:
     """The compliance verdict over runs (and their scores, for the PII rate): passed, the
     violations by kind with their run ids, and the PII rate against its ceiling."""
     found = [v for run in runs for v in run_violations(run)]
@@ -115,10 +117,10 @@ def summarize(runs: Iterable[dict], scores: Iterable[dict] = ()) -> dict:
         for kind, ids in by_kind.items()
         if ids
     ]
-    if rate > PII_MAX_RATE:
+    if rate > pii_max_rate:
         reasons.append(
             f"pii: {len(flagged)}/{len(scored)} scored answers hold personal data "
-            f"({rate:.2%} > {PII_MAX_RATE:.1%}), e.g. {', '.join(flagged[:3])}"
+            f"({rate:.2%} > {pii_max_rate:.1%}), e.g. {', '.join(flagged[:3])}"
         )
     return {
         "passed": not reasons,

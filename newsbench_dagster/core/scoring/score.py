@@ -95,12 +95,18 @@ def _world_verdicts(
     }
 
 
-def score_safely(run: dict, task: dict | None, *, judge: Judge | None = None) -> dict:
+def score_safely(
+    run: dict,
+    task: dict | None,
+    *,
+    judge: Judge | None = None,
+    base_dir: str | Path | None = None,
+) -> dict:
     """`score_run`, but a scorer that raises excludes the run as `scorer_error` with both
     errors kept side by side (the agent's own, from the run, and the scorer's): neither
     hides the other, and a harness bug is never scored as the agent's failure."""
     try:
-        return score_run(run, task, judge=judge)
+        return score_run(run, task, judge=judge, base_dir=base_dir)
     except Exception as e:  # noqa: BLE001 - any scorer bug is the harness's
         base = {k: run.get(k) for k in ("run_id", "task_id", "site", "day", "intent")}
         base |= {k: run.get(k) for k in ("agent_name", "agent_version", "trial", "steps")}
@@ -122,9 +128,16 @@ def score_safely(run: dict, task: dict | None, *, judge: Judge | None = None) ->
         return row
 
 
-def score_run(run: dict, task: dict | None, *, judge: Judge | None = None) -> dict:
+def score_run(
+    run: dict,
+    task: dict | None,
+    *,
+    judge: Judge | None = None,
+    base_dir: str | Path | None = None,
+) -> dict:
     """One `run_scores` row for one `agent_runs` row. A task with `grading` layers is
-    also graded by them (`judge`: an optional model-backed judge for yes/no checks)."""
+    also graded by them (`judge`: an optional model-backed judge for yes/no checks; a grading
+    file is found relative to `base_dir`, default the working directory)."""
     base = {
         k: run.get(k)
         for k in (
@@ -184,7 +197,7 @@ def score_run(run: dict, task: dict | None, *, judge: Judge | None = None) -> di
             "safety_incidents": safety,
         }
 
-    graded = _grade(run, task, judge)
+    graded = _grade(run, task, judge, base_dir)
     if graded is not None and graded.status == "unverified":
         # A required question nobody could decide: not a pass, and not the agent's failure.
         return {
@@ -330,18 +343,17 @@ def _network_error(request: Any) -> bool:
     return bool(error) and not str(error).startswith(_CANCELLED)
 
 
-def _grade(run: dict, task: dict, judge: Judge | None) -> GradeResult | None:
+def _grade(
+    run: dict, task: dict, judge: Judge | None, base_dir: str | Path | None
+) -> GradeResult | None:
     """The task's grading layers on this run, if it has any. The trace layer reads the replay
     log (each request tagged by how the recording answered it); a live run's requests are
     tagged `live`, so a rule demanding a recorded hit cannot pass live."""
     spec = task.get("grading")
     if not spec:
         return None
-    if isinstance(spec, str):
-        from newsbench_dagster.paths import PROJECT_ROOT
-
-        path = Path(spec)
-        spec = path if path.is_absolute() else PROJECT_ROOT / path
+    if isinstance(spec, str):  # a file, relative to where the task's files are
+        spec = Path(base_dir or ".") / spec
     requests = (run.get("replay") or {}).get("log")
     if requests is None:
         requests = [

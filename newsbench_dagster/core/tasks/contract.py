@@ -70,3 +70,23 @@ def task_id(site: str, day: date | str, intent: str, entry_url: str) -> str:
 def task_seed(tid: str) -> int:
     """A 31-bit seed derived from the id: trials and profile randomisation start from it."""
     return int(tid[2:10], 16) & 0x7FFFFFFF
+
+
+def task_row(task: dict) -> dict:
+    """The `news_tasks` row of a task: its key fields as columns, and the whole task."""
+    return {
+        "task_id": task["id"],
+        "site": task["site"],
+        "day": task["day"],
+        "intent": task["intent"],
+        "entry_url": task["entry_url"],
+        "suite": task["suite"],
+        "seed": task["seed"],
+        "inputs": task["inputs"],
+        "constraints": task["constraints"],
+        "checks": task["checks"],
+        "reward_weights": task["reward"],
+        "allowed_origins": task["allowed_origins"],
+        "source": task.get("source"),
+        "task": task,
+    }

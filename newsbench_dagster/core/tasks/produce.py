@@ -69,6 +69,13 @@ class PollRow:
     position: int  # order within its source (0 = first item, e.g. the lead on a homepage)
     role: str = "story"  # story | section | live (homepage navigation, see feeds.FeedItem)
 
+    @classmethod
+    def from_record(cls, record: dict) -> PollRow:
+        """A row read back from the table; rows polled by an earlier version have no role
+        (they were all stories)."""
+        fields = {k: record.get(k) for k in cls.__dataclass_fields__}
+        return cls(**{**fields, "role": fields["role"] or "story"})
+
 
 def _status(res) -> str:
     if res.error and res.error.startswith("refused"):
@@ -212,12 +219,9 @@ def todays_tasks(
     """Every task the sites' feeds give for `day` right now (each site paired with the next
     one for comparisons), for callers outside the pipeline: `agents try`, a release
     evaluation with no recent `news_tasks` to draw from."""
-    keys = [s.key for s in registry.sites]
     out: list[dict] = []
-    for key in sites or keys:
+    for key in sites or registry.keys:
         spec = registry.get(key)
-        partner = registry.sites[(keys.index(key) + 1) % len(keys)]
-        out += make_tasks(
-            spec, day, poll_site(spec, fetcher, None, day), intents=intents, partner=partner
-        )
+        rows = poll_site(spec, fetcher, None, day)
+        out += make_tasks(spec, day, rows, intents=intents, partner=registry.partner_of(key))
     return out

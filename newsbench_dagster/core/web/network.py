@@ -83,6 +83,24 @@ class Routing(BaseModel):
         return {"server": self.proxy} if self.proxy else None
 
 
+@dataclass(frozen=True)
+class World:
+    """The web a run happens in, as every caller describes it: how requests are routed, and
+    what each run's environment manifest records about it (a simulated world's seed and
+    revision, the live web, or a replay)."""
+
+    routing: Routing
+    manifest: dict
+
+    @classmethod
+    def live(cls, allowed_origins: set[str]) -> World:
+        return cls(Routing.direct(allowed_origins), {"kind": "live"})
+
+    @classmethod
+    def offline(cls) -> World:
+        return cls(Routing.offline(), {"kind": "replay"})
+
+
 class RefusedHop(httpx.HTTPError):
     """A redirect hop the poller may not follow (off the allowlist, or robots-disallowed)."""
 

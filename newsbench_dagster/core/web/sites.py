@@ -72,6 +72,10 @@ class Site(BaseModel):
         found = [origin_of(self.home), *(origin_of(o) for o in self.origins)]
         return list(dict.fromkeys(found))
 
+    def min_intervals(self) -> dict[str, float]:
+        """origin -> the spacing the site asks for between two page loads there."""
+        return {o: self.rate_limit.min_interval_seconds for o in self.allowed_origins}
+
 
 class SiteRegistry(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -99,6 +103,15 @@ class SiteRegistry(BaseModel):
     @property
     def allowed_origins(self) -> set[str]:
         return {o for s in self.sites for o in s.allowed_origins}
+
+    def min_intervals(self) -> dict[str, float]:
+        """origin -> page-load spacing, for every allowlisted site (the pool's pacing)."""
+        return {o: gap for s in self.sites for o, gap in s.min_intervals().items()}
+
+    def partner_of(self, key: str) -> Site:
+        """The site a `compare_outlets` task pairs `key` with: the next one on the list."""
+        keys = self.keys
+        return self.sites[(keys.index(self.get(key).key) + 1) % len(keys)]
 
 
 def load_sites(path: str | Path) -> SiteRegistry:

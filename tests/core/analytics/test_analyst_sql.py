@@ -35,8 +35,7 @@ from newsbench_dagster.core.analytics.analyst_sql import (
 )
 from newsbench_dagster.core.analytics.kpis import rollup
 from newsbench_dagster.core.analytics.stats import REGRESSION_MARGIN, paired_difference
-from newsbench_dagster.definitions import ASSETS
-from newsbench_dagster.resources import RESOURCES_LOCAL
+from newsbench_dagster.definitions import ASSETS, RESOURCES_LOCAL
 from newsbench_dagster.resources.warehouse import (
     DATASET,
     BigQueryWarehouse,

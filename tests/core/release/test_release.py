@@ -16,15 +16,10 @@ from newsbench_dagster.core.analytics.tables import frame
 from newsbench_dagster.core.artifacts import LocalArtifactStore
 from newsbench_dagster.core.harness.browser import BrowserOptions
 from newsbench_dagster.core.harness.runner import Runner, RunSettings
-from newsbench_dagster.core.release.decide import (
-    BASELINE,
-    CANDIDATE,
-    Policy,
-    TaskSet,
-    decide,
-    decision_row,
-    evaluate,
-)
+from newsbench_dagster.core.release.decide import decide, decision_row
+from newsbench_dagster.core.release.evaluate import BASELINE, CANDIDATE, evaluate
+from newsbench_dagster.core.release.plan import TaskSet
+from newsbench_dagster.core.release.policy import Policy
 from newsbench_dagster.core.tasks.produce import make_tasks, poll_site
 from newsbench_dagster.core.web.network import Fetcher, RobotsRules, Routing
 from newsbench_dagster.newsroom import FixedClock, Newsroom, NewsroomServer
@@ -289,7 +284,7 @@ def test_environment_failures_are_rerun_and_every_attempt_is_kept(after):
 
 def test_tasks_of_a_drifted_site_are_marked_and_not_gated(harbor_today):
     from newsbench_dagster.core.analytics.drift import gating_of
-    from newsbench_dagster.core.release.decide import build_task_set
+    from newsbench_dagster.core.release.plan import build_task_set
     from newsbench_dagster.core.tasks.contract import validate_task
 
     _, tasks, _ = harbor_today

@@ -1,1 +1,0 @@
-"""Asset checks: the gates. Blocking checks stop downstream assets in the same run."""

@@ -1,0 +1,126 @@
+"""`newsbench agents ...`: list the manifests in agents/, try one agent on today's tasks of the
+embedded newsroom (no Dagster, no warehouse)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from newsbench_dagster.cli.common import (
+    DEFAULT_PORT,
+    PortOption,
+    agent,
+    allowlist,
+    console,
+    fail,
+    print_passed,
+    run_scored,
+    run_settings,
+    running_newsroom,
+    today,
+    verdict_of,
+)
+from newsbench_dagster.paths import AGENTS_DIR, ARTIFACTS_DIR
+
+app = typer.Typer(
+    help="Agent manifests in agents/: list them, try one on today's tasks.", no_args_is_help=True
+)
+
+
+@app.command("list")
+def agents_list(
+    directory: Annotated[Path, typer.Option(help="Manifest directory.")] = AGENTS_DIR,
+) -> None:
+    """Every agent manifest: its version (name@version+content hash), adapter, channel."""
+    from newsbench_dagster.core.agents.protocol import load_manifests
+    from newsbench_dagster.core.errors import ConfigError
+
+    try:
+        manifests = load_manifests(directory)
+    except ConfigError as e:
+        fail(str(e))
+    table = Table("agent version", "adapter", "channel", "model", "prompt hash", "description")
+    for m in manifests:
+        table.add_row(
+            m.agent_version,
+            m.adapter,
+            m.channel,
+            m.model or "",
+            m.prompt_hash or "",
+            m.description or "",
+        )
+    console.print(table)
+
+
+@app.command("try")
+def agents_try(
+    manifest: Annotated[Path, typer.Argument(help="The agent's manifest (YAML).")],
+    site: Annotated[list[str], typer.Option(help="Site key (repeatable; default: all).")] = [],  # noqa: B006
+    intent: Annotated[
+        list[str], typer.Option(help="Intent (repeatable; default: every intent).")
+    ] = [],  # noqa: B006
+    tasks: Annotated[int, typer.Option(help="At most this many tasks per site.")] = 4,
+    sample: Annotated[
+        int | None,
+        typer.Option(
+            help="Run a seeded sample of this size (stratified by site, intent, language)."
+        ),
+    ] = None,
+    seed: Annotated[int, typer.Option(help="The sample's seed.")] = 0,
+    trials: Annotated[int, typer.Option(help="Runs of each task.")] = 1,
+    concurrency: Annotated[int, typer.Option(help="Browser contexts in flight.")] = 2,
+    artifacts: Annotated[Path, typer.Option(help="Artifact folder.")] = ARTIFACTS_DIR,
+    port: PortOption = DEFAULT_PORT,
+) -> None:
+    """Run one agent on today's tasks of the embedded newsroom and print how each run was
+    scored, without Dagster or the warehouse: the quickest way to see an agent through the
+    harness (failure classes, answers, artifacts)."""
+    from newsbench_dagster.core.artifacts import LocalArtifactStore
+    from newsbench_dagster.core.harness.build import build_runner
+    from newsbench_dagster.core.tasks.intents import ALL_INTENTS
+    from newsbench_dagster.core.tasks.produce import todays_tasks
+    from newsbench_dagster.core.tasks.sampling import pick, stratified_sample
+    from newsbench_dagster.core.web.network import Fetcher
+
+    built = agent(manifest)
+    registry = allowlist(site, intent)
+    day = today()
+    with running_newsroom(port) as world:
+        todo: list[dict] = []
+        with Fetcher(world.routing, registry.allowed_origins) as fetcher:
+            for key in site or registry.keys:
+                made = todays_tasks(registry, fetcher, day, [key], tuple(intent) or ALL_INTENTS)
+                todo += made[:tasks]
+        if not todo:
+            fail("no tasks: the feeds gave nothing for these sites and intents")
+        if sample is not None:
+            drawn = stratified_sample(todo, sample, seed)
+            todo, task_set = pick(todo, drawn), {"kind": "sample", **drawn.as_dict()}
+        else:
+            task_set = {"kind": "full", "n": len(todo), "task_ids": sorted(t["id"] for t in todo)}
+        runner = build_runner(
+            [built],
+            world=world,
+            store=LocalArtifactStore(artifacts),
+            registry=registry,
+            settings=run_settings(trials=trials, concurrency=concurrency, task_set=task_set),
+        )
+        rows, scores = run_scored(runner, todo, day, built.manifest.agent_version, trials)
+    table = Table("site", "intent", "result", "class", "answer s", "steps", "artifacts")
+    for row in rows:
+        score = scores[row["run_id"]]
+        run_json = row["artifacts"].get("run", "")
+        table.add_row(
+            row["site"],
+            row["intent"],
+            verdict_of(score),
+            score["failure_class"] or "",
+            f"{row['answer_seconds']:.1f}" if row["answer_seconds"] is not None else "",
+            str(row["steps"]),
+            run_json.rsplit("/", 1)[0].removeprefix("file://"),
+        )
+    console.print(table)
+    print_passed(scores)

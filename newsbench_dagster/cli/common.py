@@ -1,0 +1,211 @@
+"""What every command shares: the consoles, errors that name the offending input and exit,
+the progress bar, instants and days, reading a file or URL, the allowlist check, manifests and
+task files, and the newsroom a command runs against."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Annotated, NoReturn
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from newsbench_dagster.paths import PROJECT_ROOT, SITES_FILE
+
+# Tables stay readable when piped (rich would wrap them at 80 columns).
+console = Console(width=None if sys.stdout.isatty() else 140)
+# Errors are never hard-wrapped: a path or URL broken over two lines cannot be copied.
+err = Console(stderr=True, soft_wrap=True)
+DEFAULT_PORT = 8411
+
+# Where URLs are fetched from: the same choice for every command that reads one.
+ProxyOption = Annotated[
+    str | None,
+    typer.Option(
+        help="HTTP proxy for URLs; *.test URLs default to the newsroom on "
+        f"127.0.0.1:{DEFAULT_PORT}."
+    ),
+]
+PortOption = Annotated[int, typer.Option(help="Newsroom port.")]
+
+
+def fail(message: str, code: int = 1) -> NoReturn:
+    # One line however long (a path, a URL): rich would wrap it at 80 columns when piped.
+    err.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def progress() -> Progress:
+    """The one progress bar of every long command: what, how far, how long."""
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+    )
+
+
+def today() -> date:
+    return datetime.now(UTC).date()
+
+
+def instant(text: str | None, option: str = "--at") -> datetime | None:
+    if text is None:
+        return None
+    try:
+        at = datetime.fromisoformat(text)
+    except ValueError:
+        fail(f"{option} {text!r} is not an ISO 8601 instant (e.g. 2026-11-30T15:00:00Z)", 2)
+    return at if at.tzinfo else at.replace(tzinfo=UTC)
+
+
+def shown(path: Path) -> Path:
+    """Relative to the working directory when under it: problems name files people open."""
+    try:
+        return path.resolve().relative_to(Path.cwd())
+    except ValueError:
+        return path
+
+
+def registry(sites: Path | None = None):
+    """The site allowlist (default: the project's sites.yaml); exit 1 naming a bad file."""
+    from newsbench_dagster.core.errors import ConfigError
+    from newsbench_dagster.core.web.sites import load_sites
+
+    try:
+        return load_sites(sites or SITES_FILE)
+    except ConfigError as e:
+        fail(str(e))
+
+
+def allowlist(sites: list[str], intents: list[str]):
+    """The allowlist, with the sites and intents a command was given checked against it
+    (exit 2 naming the unknown ones)."""
+    from newsbench_dagster.core.tasks.intents import ALL_INTENTS
+
+    if bad := [i for i in intents if i not in ALL_INTENTS]:
+        fail(f"unknown intent(s) {', '.join(bad)}; known: {', '.join(ALL_INTENTS)}", 2)
+    found = registry()
+    if bad := [s for s in sites if s not in found.keys]:
+        fail(f"unknown site(s) {', '.join(bad)}; the allowlist has: {', '.join(found.keys)}", 2)
+    return found
+
+
+def agent(path: Path, code: int = 1):
+    """The agent a manifest file describes, built; exit `code` naming a bad manifest."""
+    from newsbench_dagster.core.agents.protocol import build_agent, load_manifest
+    from newsbench_dagster.core.errors import ConfigError
+
+    try:
+        return build_agent(load_manifest(path))
+    except ConfigError as e:
+        fail(str(e), code)
+
+
+def resolve_manifest(spec: str, directory: Path):
+    """A manifest by path, agent version (name@version+hash), name@version or name."""
+    from newsbench_dagster.core.agents.protocol import load_manifest, load_manifests
+    from newsbench_dagster.core.errors import ConfigError
+
+    try:
+        if spec.endswith((".yaml", ".yml")) or Path(spec).is_file():
+            return load_manifest(spec)
+        found = [
+            m
+            for m in load_manifests(directory)
+            if spec in (m.agent_version, m.name, f"{m.name}@{m.version}")
+        ]
+    except (ConfigError, OSError) as e:
+        fail(str(e), 2)
+    if len(found) != 1:
+        what = "no" if not found else f"{len(found)}"
+        fail(f"{what} manifest in {directory} matches {spec!r}", 2)
+    return found[0]
+
+
+def read_tasks(path: Path) -> list[dict]:
+    """Tasks from a file: a JSON list, one JSON object, or JSON lines."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        fail(f"{path}: cannot read: {e}", 2)
+    try:
+        data = json.loads(text)
+        return data if isinstance(data, list) else [data]
+    except json.JSONDecodeError:
+        pass
+    tasks = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            tasks.append(json.loads(line))
+        except json.JSONDecodeError as e:
+            fail(f"{path}:{n}: not JSON: {e.msg}", 2)
+    return tasks
+
+
+@contextmanager
+def running_newsroom(port: int) -> Iterator:
+    """The newsroom for the duration of a command, as the runs' world: reused if one runs on
+    `port`, else started here (and stopped at the end)."""
+    from newsbench_dagster.newsroom.launcher import ensure_newsroom, newsroom_world
+    from newsbench_dagster.newsroom.world import DEFAULT_SEED
+
+    server, health = ensure_newsroom(port, DEFAULT_SEED)
+    err.print(
+        f"newsroom {'started' if server else 'already running'} on 127.0.0.1:{port} "
+        f"(revision {health.get('revision')})"
+    )
+    try:
+        yield newsroom_world(port, health)
+    finally:
+        if server is not None:
+            server.stop()
+
+
+def run_settings(**overrides):
+    """Run settings for a command's runs: tasks' relative files (recordings, grading) are the
+    project's, as in the pipeline."""
+    from newsbench_dagster.core.harness.runner import RunSettings
+
+    return RunSettings(**{"base_dir": str(PROJECT_ROOT), **overrides})
+
+
+def run_scored(runner, todo: list[dict], day: date, label: str, trials: int):
+    """Run the tasks with a progress bar, scoring each run as it ends."""
+    import asyncio
+
+    from newsbench_dagster.core.scoring.score import score_safely
+
+    by_id = {t.get("id"): t for t in todo}
+    scores: dict[str, dict] = {}
+    base_dir = runner.settings.base_dir
+    with progress() as bar:
+        job = bar.add_task(label, total=len(todo) * trials)
+
+        def advance(row: dict) -> None:
+            scores[row["run_id"]] = score_safely(row, by_id.get(row["task_id"]), base_dir=base_dir)
+            bar.advance(job)
+
+        rows = asyncio.run(runner.run(todo, day, advance))
+    return rows, scores
+
+
+def verdict_of(score: dict) -> str:
+    return "excluded" if score["excluded"] else ("pass" if score["success"] else "fail")
+
+
+def print_passed(scores: dict[str, dict], excluded_means: str = "environment") -> None:
+    scored = [s for s in scores.values() if not s["excluded"]]
+    err.print(
+        f"{sum(bool(s['success']) for s in scored)}/{len(scored)} scored runs passed; "
+        f"{len(scores) - len(scored)} excluded ({excluded_means})"
+    )

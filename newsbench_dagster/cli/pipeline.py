@@ -1,0 +1,230 @@
+"""The pipeline from the shell: `newsbench demo` (the main job on the embedded default, then
+the Dagster UI), `newsbench backfill` (sites over a range of days) and `newsbench kpis` (a
+day's KPI table from the warehouse). Runs go through Dagster and are recorded in the local
+instance, so the UI shows them."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import warnings
+from datetime import date, datetime, timedelta
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from newsbench_dagster.cli.common import (
+    DEFAULT_PORT,
+    PortOption,
+    console,
+    err,
+    fail,
+    progress,
+    running_newsroom,
+    today,
+)
+from newsbench_dagster.paths import DAGSTER_HOME, PROJECT_ROOT, WAREHOUSE_FILE
+
+
+def _instance():
+    os.environ.setdefault("DAGSTER_HOME", str(DAGSTER_HOME))
+    Path(os.environ["DAGSTER_HOME"]).mkdir(parents=True, exist_ok=True)
+    from dagster import BetaWarning, DagsterInstance, PreviewWarning
+
+    # The APIs we rely on are marked beta/preview; say so once in the docs, not on every run.
+    warnings.filterwarnings("ignore", category=BetaWarning)
+    warnings.filterwarnings("ignore", category=PreviewWarning)
+    return DagsterInstance.get()
+
+
+def materialize(days: list[date], sites: list[str], port: int, *, with_kpis: bool = True) -> bool:
+    """One Dagster run per site and day (recorded in the local instance, so the UI shows
+    them), then the KPI rollup per day. Returns whether every run succeeded."""
+    from dagster import MultiPartitionKey
+
+    instance = _instance()
+    from newsbench_dagster.definitions import defs
+
+    quiet = {
+        "loggers": {"console": {"config": {"log_level": "WARNING"}}},
+        "resources": {"newsroom": {"config": {"port": port}}},
+    }
+    site_job = defs.resolve_job_def("site_day_job")
+    kpi_job = defs.resolve_job_def("kpi_job")
+    ok = True
+    with progress() as bar:
+        steps = bar.add_task("evaluating", total=len(days) * (len(sites) + int(with_kpis)))
+        for day in days:
+            for site in sites:
+                bar.update(steps, description=f"{day} {site}: feed → tasks → runs → scores")
+                key = MultiPartitionKey({"site": site, "day": day.isoformat()})
+                result = site_job.execute_in_process(
+                    partition_key=key, instance=instance, run_config=quiet, raise_on_error=False
+                )
+                if not result.success:
+                    ok = False
+                    err.print(
+                        f"[red]run for {site} {day} failed[/] (run {result.run_id}); "
+                        "see the Dagster UI for the step that failed"
+                    )
+                bar.advance(steps)
+            if with_kpis:
+                bar.update(steps, description=f"{day}: KPI rollup")
+                result = kpi_job.execute_in_process(
+                    partition_key=day.isoformat(),
+                    instance=instance,
+                    run_config=quiet,
+                    raise_on_error=False,
+                )
+                ok = ok and result.success
+                bar.advance(steps)
+    return ok
+
+
+def print_kpis(day: date, database: Path = WAREHOUSE_FILE) -> None:
+    from newsbench_dagster.core.analytics.warehouse import WarehouseError, kpi_overall
+
+    if not database.exists():
+        fail(f"{database}: no warehouse yet; run `newsbench demo` first")
+    try:
+        rows = kpi_overall(database, day)
+    except WarehouseError as e:
+        fail(str(e))
+    table = Table(title=f"Newsbench KPIs for {day}")
+    columns = (
+        "site",
+        "agent",
+        "scored",
+        "success [95% CI]",
+        "reward",
+        "TTFC p50/p95 s",
+        "env fail",
+        "tasks",
+    )
+    for col in columns:
+        right = col not in ("site", "agent")
+        table.add_column(col, justify="right" if right else "left", no_wrap=True)
+
+    def f(v, fmt="{:.2f}"):
+        return "-" if v is None else fmt.format(v)
+
+    for r in rows:
+        n = r["n_scored"]
+        table.add_row(
+            "all sites" if r["site"] == "*" else r["site"],
+            r["agent_version"],
+            str(n),
+            f"{r['successes']}/{n} = {f(r['success_rate'])} "
+            f"[{f(r['success_ci_low'])}, {f(r['success_ci_high'])}]"
+            if n
+            else "-",
+            f(r["mean_reward"], "{:.3f}"),
+            f"{f(r['ttfc_p50'])} / {f(r['ttfc_p95'])}",
+            str(r["n_env_failures"]),
+            f"{r['tasks_run']} / {r['tasks_generated']}",
+        )
+    console.print(table)
+    if not rows:
+        err.print(f"no KPI rows for {day}")
+
+
+def _serve_ui() -> None:
+    """Run `dagster dev` until Ctrl-C or SIGTERM, then stop it and everything it started."""
+    import signal
+
+    env = {**os.environ, "DAGSTER_HOME": str(DAGSTER_HOME)}
+    # Its own process group, so shutting down reaches the webserver and daemon too.
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dagster", "dev", "-w", "workspace.yaml"],
+        cwd=PROJECT_ROOT,
+        env=env,
+        start_new_session=True,
+    )
+
+    def on_term(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, on_term)
+    try:
+        proc.wait()
+    except KeyboardInterrupt:
+        err.print("stopping the Dagster UI")
+        for sig, grace in ((signal.SIGTERM, 20), (signal.SIGKILL, 5)):
+            try:
+                os.killpg(proc.pid, sig)
+                proc.wait(timeout=grace)
+                break
+            except ProcessLookupError:
+                break
+            except subprocess.TimeoutExpired:
+                continue
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def demo(
+    no_ui: Annotated[
+        bool,
+        typer.Option(
+            "--no-ui", envvar="NEWSBENCH_NO_UI", help="Do not start the Dagster UI afterwards."
+        ),
+    ] = False,
+    day: Annotated[str | None, typer.Option(help="Day to evaluate (default: today, UTC).")] = None,
+    port: PortOption = DEFAULT_PORT,
+) -> None:
+    """Evaluate every site for a day, print the KPI table, open the Dagster UI.
+
+    Starts the newsroom, runs one Dagster run per site (feed -> tasks -> runs -> scores) and
+    the day's KPI rollup, prints the KPI table, then serves the UI unless --no-ui.
+    """
+    from newsbench_dagster.defs.partitions import SITE_KEYS
+
+    the_day = date.fromisoformat(day) if day else today()
+    started = datetime.now()
+    with running_newsroom(port):
+        ok = materialize([the_day], SITE_KEYS, port)
+        print_kpis(the_day)
+        err.print(f"done in {(datetime.now() - started).total_seconds():.1f}s")
+        if not ok:
+            raise typer.Exit(1)
+        if not no_ui:
+            err.print("starting the Dagster UI on http://127.0.0.1:3000 (Ctrl-C to stop)")
+            _serve_ui()
+
+
+def backfill(
+    site: Annotated[list[str], typer.Option(help="Site key (repeatable).")],
+    start: Annotated[str, typer.Option(help="First day, YYYY-MM-DD.")],
+    end: Annotated[str, typer.Option(help="Last day, YYYY-MM-DD (inclusive).")],
+    port: PortOption = DEFAULT_PORT,
+) -> None:
+    """Evaluate sites over a range of days (one Dagster run per site and day).
+
+    Then each day's KPIs. Live sites can only be read as they are now: a past day is
+    re-evaluated against the current pages and recorded under that day.
+    """
+    from newsbench_dagster.defs.partitions import SITE_KEYS
+
+    unknown = [s for s in site if s not in SITE_KEYS]
+    if unknown:
+        fail(f"unknown site(s): {', '.join(unknown)} (allowlist: {', '.join(SITE_KEYS)})")
+    first, last = date.fromisoformat(start), date.fromisoformat(end)
+    if last < first:
+        fail(f"--end {end} is before --start {start}")
+    days = [first + timedelta(days=i) for i in range((last - first).days + 1)]
+    with running_newsroom(port):
+        ok = materialize(days, site, port)
+    for d in days:
+        print_kpis(d)
+    if not ok:
+        raise typer.Exit(1)
+
+
+def kpis(
+    day: Annotated[str | None, typer.Option(help="Day (default: today, UTC).")] = None,
+) -> None:
+    """Print the KPI table of a day from the warehouse."""
+    print_kpis(date.fromisoformat(day) if day else today())

@@ -1,0 +1,71 @@
+"""Reading the local warehouse (the DuckDB file the pipeline writes) outside Dagster: the KPI
+table of a day, the latest stored release decision, and a stored candidate evaluation. Read
+only, and an absent warehouse or table is a clear error, never an empty answer."""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+from pathlib import Path
+
+from newsbench_dagster.core.analytics import tables
+from newsbench_dagster.core.errors import NewsbenchError
+
+SCHEMA = "newsbench"  # the DuckDB schema / BigQuery dataset of every table
+
+
+class WarehouseError(NewsbenchError):
+    """The warehouse file or one of its tables is not there (yet)."""
+
+
+def _connect(database: str | Path):
+    import duckdb
+
+    if not Path(database).exists():
+        raise WarehouseError(f"{database}: no warehouse yet")
+    return duckdb.connect(str(database), read_only=True)
+
+
+def _rows(database: str | Path, table: str, where: str, params: list) -> list[dict]:
+    """Rows of a declared table as `core.analytics.tables.records` gives them (JSON parsed)."""
+    import duckdb
+
+    with _connect(database) as con:
+        try:
+            df = con.execute(f"SELECT * FROM {SCHEMA}.{table} WHERE {where}", params).df()
+        except duckdb.CatalogException as e:
+            raise WarehouseError(f"{database}: no table {SCHEMA}.{table}") from e
+    return tables.records(df, table)
+
+
+def kpi_overall(database: str | Path, day: date) -> list[dict]:
+    """The day's `all` slice of `kpi_daily`, per site (then `*`) and agent version."""
+    rows = _rows(
+        database,
+        "kpi_daily",
+        "day = ? AND slice_kind = 'all'",
+        [datetime(day.year, day.month, day.day)],
+    )
+    return sorted(rows, key=lambda r: (r["site"] == "*", r["site"], r["agent_version"]))
+
+
+def latest_decision(database: str | Path, candidate_version: str) -> dict | None:
+    """The newest `release_decision` row stored for a candidate, or None."""
+    rows = _rows(database, "release_decision", "candidate_version = ?", [candidate_version])
+    return max(rows, key=lambda r: str(r["decided_at"])) if rows else None
+
+
+def stored_evaluation(database: str | Path, candidate_version: str) -> tuple[list, list]:
+    """(candidate_runs rows, candidate_scores rows) stored for a candidate."""
+    where, params = "candidate_version = ?", [candidate_version]
+    return (
+        _rows(database, "candidate_runs", where, params),
+        _rows(database, "candidate_scores", where, params),
+    )
+
+
+def site_drift_rows(database: str | Path) -> list[dict]:
+    """Every `site_drift` row (none when the drift table was never written)."""
+    try:
+        return _rows(database, "site_drift", "TRUE", [])
+    except WarehouseError:
+        return []

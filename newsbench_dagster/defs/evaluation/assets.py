@@ -1,0 +1,101 @@
+"""Run every task with every main-channel agent in a real browser, then score every run."""
+
+from collections import Counter
+
+import pandas as pd
+from dagster import AssetExecutionContext, MetadataValue
+
+from newsbench_dagster.core.agents.protocol import build_agent
+from newsbench_dagster.core.analytics.tables import frame, records
+from newsbench_dagster.core.harness.build import build_runner
+from newsbench_dagster.core.harness.runner import run_tasks
+from newsbench_dagster.core.scoring.score import score_safely
+from newsbench_dagster.core.scoring.witness import AMBIGUOUS, apply_witness
+from newsbench_dagster.defs.partitions import partition_of, site_day_asset
+from newsbench_dagster.resources import (
+    AgentRegistryResource,
+    ArtifactStoreResource,
+    BrowserResource,
+    NewsroomResource,
+    SiteRegistryResource,
+)
+
+
+@site_day_asset(kinds={"python", "duckdb", "chromium"})
+def agent_runs(
+    context: AssetExecutionContext,
+    news_tasks: pd.DataFrame,
+    sites: SiteRegistryResource,
+    agents: AgentRegistryResource,
+    newsroom: NewsroomResource,
+    browser: BrowserResource,
+    artifacts: ArtifactStoreResource,
+) -> pd.DataFrame:
+    """One row per (task, agent, trial): trajectory, answers, the harness's own observation of
+    the page, request log, environment manifest and artifact URIs."""
+    _, day = partition_of(context)
+    registry = sites.load()
+    tasks = [r["task"] for r in records(news_tasks, "news_tasks")]
+    manifests = agents.main_channel()
+    runner = build_runner(
+        [build_agent(m) for m in manifests],
+        world=newsroom.world(registry.allowed_origins),
+        store=artifacts.store(),
+        registry=registry,
+        # The nightly sweep runs the partition's full task set; recorded with every run.
+        settings=browser.settings(
+            {"kind": "full", "n": len(tasks), "task_ids": sorted(t["id"] for t in tasks)}
+        ),
+        options=browser.options(),
+        robots_origins={o for t in tasks for o in t["allowed_origins"]},
+    )
+    total = len(tasks) * len(manifests) * browser.trials
+    done = Counter()
+
+    def progress(row: dict) -> None:
+        done[row["run_status"]] += 1
+        context.log.info(
+            f"run {sum(done.values())}/{total}: {row['intent']} "
+            f"{row['agent_version']} -> {row['run_status']}"
+            + (f" ({row['env_failure']})" if row["env_failure"] else "")
+        )
+
+    rows = run_tasks(tasks, day, runner, progress) if tasks else []
+    df = frame("agent_runs", rows)
+    context.add_output_metadata(
+        {
+            "runs": len(df),
+            "agents": MetadataValue.json([m.agent_version for m in manifests]),
+            "run_status": MetadataValue.json(dict(done)),
+            "env_failures": int(df["env_failure"].notna().sum()),
+        }
+    )
+    return df
+
+
+@site_day_asset()
+def run_scores(
+    context: AssetExecutionContext,
+    agent_runs: pd.DataFrame,
+    news_tasks: pd.DataFrame,
+    browser: BrowserResource,
+) -> pd.DataFrame:
+    """Accuracy, timeliness, efficiency, reward, success and the one failure class per run;
+    environment failures, and tasks the witness finds ambiguous, are excluded with the reason."""
+    tasks = {r["task_id"]: r["task"] for r in records(news_tasks, "news_tasks")}
+    rows = [
+        score_safely(run, tasks.get(run["task_id"]), base_dir=browser.base_dir)
+        for run in records(agent_runs, "agent_runs")
+    ]
+    rows = apply_witness(rows)
+    df = frame("run_scores", rows)
+    scored = df[~df["excluded"].astype(bool)]
+    context.add_output_metadata(
+        {
+            "runs": len(df),
+            "excluded": int(df["excluded"].astype(bool).sum()),
+            "ambiguous": int((df["failure_class"] == AMBIGUOUS).sum()),
+            "success_rate": float(scored["success"].astype(bool).mean()) if len(scored) else None,
+        }
+    )
+    return df

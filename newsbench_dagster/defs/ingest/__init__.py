@@ -1,0 +1,1 @@
+"""Ingest: poll each allowlisted site's feeds, sitemaps and homepage, and make tasks."""

@@ -1,0 +1,86 @@
+"""Poll each allowlisted site's feeds, sitemaps and homepage; make tasks from what was read."""
+
+import pandas as pd
+from dagster import AssetExecutionContext, MetadataValue
+
+from newsbench_dagster.core.analytics.tables import frame, records
+from newsbench_dagster.core.tasks.contract import task_row
+from newsbench_dagster.core.tasks.intents import ALL_INTENTS
+from newsbench_dagster.core.tasks.produce import PollRow, make_tasks, poll_site
+from newsbench_dagster.core.web.network import Fetcher
+from newsbench_dagster.defs.partitions import partition_of, site_day_asset
+from newsbench_dagster.resources import (
+    ArtifactStoreResource,
+    NewsroomResource,
+    SiteRegistryResource,
+)
+
+
+@site_day_asset()
+def feed_items(
+    context: AssetExecutionContext,
+    sites: SiteRegistryResource,
+    newsroom: NewsroomResource,
+    artifacts: ArtifactStoreResource,
+) -> pd.DataFrame:
+    """Items read from the site's feeds, news sitemap and homepage; one row per source that
+    could not be read, with the reason in `parse_error`."""
+    site_key, day = partition_of(context)
+    registry = sites.load()
+    site = registry.get(site_key)
+    store = artifacts.store()
+    # What the last poll of each source returned (ETag, Last-Modified, the bytes kept): a
+    # source that has not changed since costs a 304 and no body.
+    validators_key = f"feeds/{site_key}/validators.json"
+    validators = store.read_json(validators_key) or {}
+    routing = newsroom.world(registry.allowed_origins).routing
+    with Fetcher(routing, registry.allowed_origins, min_interval=site.min_intervals()) as fetcher:
+        rows = poll_site(site, fetcher, store, day, validators)
+    store.put_json(validators_key, validators)
+    df = frame("feed_items", [{**r.__dict__, "day": day} for r in rows])
+    errors = df[df["parse_error"].notna()].drop_duplicates("source_url")
+    if len(errors):
+        context.log.warning(f"{site_key}: {len(errors)} source(s) unreadable or malformed")
+    context.add_output_metadata(
+        {
+            "items": int(df["item_url"].notna().sum()),
+            "sources_not_modified": int(
+                df.loc[df["fetch_status"] == "304", "source_url"].nunique()
+            ),
+            "feed_errors": len(errors),
+            "errors": MetadataValue.md(
+                "\n".join(
+                    f"- `{r.source_url}` ({r.kind}): {r.parse_error}" for r in errors.itertuples()
+                )
+                or "none"
+            ),
+        }
+    )
+    return df
+
+
+@site_day_asset()
+def news_tasks(
+    context: AssetExecutionContext, feed_items: pd.DataFrame, sites: SiteRegistryResource
+) -> pd.DataFrame:
+    """Tasks of every intent, read-only and state-changing (compare_outlets pairs the site
+    with the next one of the allowlist), each valid against the task JSON Schema;
+    re-materializing yields the same task ids."""
+    site_key, day = partition_of(context)
+    registry = sites.load()
+    rows = [PollRow.from_record(r) for r in records(feed_items, "feed_items")]
+    tasks = make_tasks(
+        registry.get(site_key),
+        day,
+        rows,
+        intents=ALL_INTENTS,
+        partner=registry.partner_of(site_key),
+    )
+    df = frame("news_tasks", [task_row(t) for t in tasks])
+    context.add_output_metadata(
+        {
+            "tasks": len(df),
+            "by_intent": df["intent"].value_counts().to_dict() if len(df) else {},
+        }
+    )
+    return df

@@ -1,0 +1,1 @@
+"""KPIs: the daily rollup across all sites."""

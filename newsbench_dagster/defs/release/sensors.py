@@ -1,0 +1,67 @@
+"""The agent registry sensor: a new or changed candidate manifest in `agents/` becomes an
+`agent_version` partition and a candidate evaluation run.
+
+A version is `name@version+hash` of what makes the agent behave, so an edited manifest is a
+new version; the run key is the version, so an unchanged one is never evaluated twice. A
+candidate with no baseline by the release policy's rule is skipped, and named.
+"""
+
+from dagster import (
+    DefaultSensorStatus,
+    RunRequest,
+    SensorEvaluationContext,
+    SensorResult,
+    SkipReason,
+    sensor,
+)
+
+from newsbench_dagster.core.agents.protocol import load_manifests
+from newsbench_dagster.core.errors import ConfigError
+from newsbench_dagster.defs.partitions import agent_version_partitions
+from newsbench_dagster.defs.release.jobs import candidate_job
+from newsbench_dagster.resources import AgentRegistryResource, ReleaseResource
+
+
+@sensor(
+    job=candidate_job,
+    minimum_interval_seconds=60,
+    # Off by default: on one machine a candidate evaluation holds the only run slot for
+    # minutes; a deployment switches it on once (UI: Automation).
+    default_status=DefaultSensorStatus.STOPPED,
+    description="Evaluate every new candidate agent version against the baseline.",
+)
+def agent_registry(
+    context: SensorEvaluationContext, agents: AgentRegistryResource, release: ReleaseResource
+):
+    try:
+        manifests = load_manifests(agents.directory)
+    except ConfigError as e:  # a broken manifest names itself; the others wait for the fix
+        return SkipReason(f"agent manifests unreadable: {e}")
+    known = set(context.instance.get_dynamic_partitions(agent_version_partitions.name))
+    new, unmatched = [], []
+    for m in manifests:
+        if m.channel != "candidate" or m.agent_version in known:
+            continue
+        try:
+            release.baseline_for(m, manifests)
+        except ConfigError as e:  # the same rule the evaluation will apply
+            unmatched.append(str(e))
+            continue
+        new.append(m)
+    for problem in unmatched:
+        context.log.warning(problem)
+    if not new:
+        why = f"no new candidate among {len(manifests)} manifest(s)"
+        return SkipReason("; ".join([why, *unmatched]))
+    versions = [m.agent_version for m in new]
+    return SensorResult(
+        run_requests=[
+            RunRequest(
+                run_key=m.agent_version,
+                partition_key=m.agent_version,
+                tags={"newsbench/trigger": "agent_registry", "newsbench/agent": m.name},
+            )
+            for m in new
+        ],
+        dynamic_partitions_requests=[agent_version_partitions.build_add_request(versions)],
+    )

@@ -1,0 +1,156 @@
+"""A backfill of one site over two days, launched the way the UI launches it: a
+`launchPartitionBackfill` GraphQL mutation against a running `dagster dev` (webserver and
+daemon), which queues real runs in run-worker processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+import urllib.request
+
+import duckdb
+import pytest
+
+from newsbench_dagster.paths import DAGSTER_HOME, PROJECT_ROOT
+
+DAYS = ["2026-11-29", "2026-11-30"]
+
+LAUNCH = """
+mutation($params: LaunchBackfillParams!) {
+  launchPartitionBackfill(backfillParams: $params) {
+    __typename
+    ... on LaunchBackfillSuccess { backfillId }
+    ... on PythonError { message stack }
+    ... on PartitionSetNotFoundError { message }
+  }
+}"""
+STATUS = """
+query($id: String!) {
+  partitionBackfillOrError(backfillId: $id) {
+    ... on PartitionBackfill { status numPartitions
+      runs(limit: 10) { id status } }
+    ... on PythonError { message }
+  }
+}"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _graphql(port: int, query: str, variables: dict) -> dict:
+    req = urllib.request.Request(
+        f"http://127.0.0.1:{port}/graphql",
+        data=json.dumps({"query": query, "variables": variables}).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    with opener.open(req, timeout=30) as resp:
+        body = json.loads(resp.read())
+    assert "errors" not in body, body
+    return body["data"]
+
+
+@pytest.fixture
+def dagster_dev(tmp_path, newsroom):
+    home = tmp_path / "home"
+    home.mkdir()
+    shutil.copy(DAGSTER_HOME / "dagster.yaml", home / "dagster.yaml")
+    # A code location like the real one, writing to this test's warehouse and artifact folder.
+    (tmp_path / "ui_defs.py").write_text(
+        textwrap.dedent(f"""
+        from newsbench_dagster.definitions import build_definitions
+        from newsbench_dagster.definitions import RESOURCES_LOCAL
+        from newsbench_dagster.resources import (
+            ArtifactStoreResource, BrowserResource, NewsroomResource, duckdb_warehouse)
+
+        defs = build_definitions({{
+            **RESOURCES_LOCAL,
+            "io_manager": duckdb_warehouse({str(tmp_path / "wh.duckdb")!r}),
+            "artifacts": ArtifactStoreResource(root={str(tmp_path / "art")!r}),
+            "newsroom": NewsroomResource(port={newsroom.port}),
+            # What is tested is the backfill; traces and screenshots are tested elsewhere.
+            "browser": BrowserResource(artifacts=[], screenshot=False),
+        }})
+    """)
+    )
+    (tmp_path / "workspace.yaml").write_text(
+        f"load_from:\n  - python_file:\n      relative_path: ui_defs.py\n"
+        f"      location_name: newsbench\n      working_directory: {PROJECT_ROOT}\n"
+    )
+    port = _free_port()
+    log = open(tmp_path / "dagster_dev.log", "wb")  # noqa: SIM115 - lives as long as the server
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "dagster",
+            "dev",
+            "-w",
+            str(tmp_path / "workspace.yaml"),
+            "-p",
+            str(port),
+            "-h",
+            "127.0.0.1",
+        ],
+        cwd=tmp_path,
+        env={**os.environ, "DAGSTER_HOME": str(home)},
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            _graphql(port, "{ version }", {})
+            break
+        except OSError:
+            time.sleep(1)
+    else:
+        proc.kill()
+        pytest.fail("dagster dev did not come up:\n" + (tmp_path / "dagster_dev.log").read_text())
+    yield port, tmp_path
+    os.killpg(proc.pid, 15)
+    proc.wait(timeout=30)
+    log.close()
+
+
+def test_backfill_one_site_over_two_days_from_the_ui(dagster_dev):
+    port, tmp_path = dagster_dev
+    params = {
+        "selector": {
+            "partitionSetName": "site_day_job_partition_set",
+            "repositorySelector": {
+                "repositoryLocationName": "newsbench",
+                "repositoryName": "__repository__",
+            },
+        },
+        "partitionNames": [f"{d}|harbor" for d in DAYS],
+    }
+    launched = _graphql(port, LAUNCH, {"params": params})["launchPartitionBackfill"]
+    assert launched["__typename"] == "LaunchBackfillSuccess", launched
+    deadline, status = time.monotonic() + 420, None
+    while time.monotonic() < deadline:
+        status = _graphql(port, STATUS, {"id": launched["backfillId"]})["partitionBackfillOrError"]
+        runs = status.get("runs") or []
+        if len(runs) == 2 and all(r["status"] in ("SUCCESS", "FAILURE", "CANCELED") for r in runs):
+            break
+        time.sleep(2)
+    log = (tmp_path / "dagster_dev.log").read_text()[-3000:]
+    assert status and [r["status"] for r in status["runs"]] == ["SUCCESS", "SUCCESS"], (status, log)
+    with duckdb.connect(str(tmp_path / "wh.duckdb"), read_only=True) as con:
+        rows = con.execute(
+            "SELECT strftime(day, '%Y-%m-%d'), site, count(*), "
+            "sum(success::INT) FROM newsbench.run_scores GROUP BY ALL "
+            "ORDER BY 1"
+        ).fetchall()
+    assert [(d, s) for d, s, _, _ in rows] == [(d, "harbor") for d in DAYS]
+    assert all(n >= 4 and wins / n >= 0.9 for _, _, n, wins in rows), rows
