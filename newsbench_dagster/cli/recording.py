@@ -45,7 +45,8 @@ def _record_agent_runs(manifest: Path, todo: list[dict], world, registry, pages,
 
     from newsbench_dagster.core.artifacts import LocalArtifactStore
     from newsbench_dagster.core.harness.build import build_runner
-    from newsbench_dagster.core.replay.recorder import WarcRecorder, merge
+    from newsbench_dagster.core.replay.merge import merge
+    from newsbench_dagster.core.replay.recorder import WarcRecorder
 
     built = agent(manifest, code=2)
     runs_file = out.with_name(out.name + ".runs.tmp")
@@ -118,7 +119,7 @@ def record(
     import asyncio
 
     from newsbench_dagster.core.harness.browser import BrowserOptions
-    from newsbench_dagster.core.replay.recorder import audit
+    from newsbench_dagster.core.replay.audit import audit
     from newsbench_dagster.core.replay.recorder import record as record_pages
 
     registry = allowlist(site, intent)
@@ -174,7 +175,7 @@ def record(
 def recording_audit(path: Annotated[Path, typer.Argument(help="A WARC file.")]) -> None:
     """Fail (exit 1) when a recording still holds a cookie, an authorization header or a
     credential, or a page is a bot-check / CAPTCHA page; each finding names its record."""
-    from newsbench_dagster.core.replay.recorder import audit
+    from newsbench_dagster.core.replay.audit import audit
 
     try:
         findings = audit(path)
@@ -191,7 +192,7 @@ def recording_audit(path: Annotated[Path, typer.Argument(help="A WARC file.")]) 
 @app.command("index")
 def recording_index(path: Annotated[Path, typer.Argument(help="A WARC file.")]) -> None:
     """One JSON line per record: type, URL, date, status, offset and length in the file."""
-    from newsbench_dagster.core.replay.recorder import index
+    from newsbench_dagster.core.replay.audit import index
 
     try:
         entries = index(path)
@@ -210,7 +211,8 @@ def recording_merge(
     """Merge two recording sessions of the same task: the earlier session (by recording
     clock) wins every request both hold; the later one adds what the earlier never asked
     for. Prints what was kept, added and overridden, and which overridden pages changed."""
-    from newsbench_dagster.core.replay.recorder import audit, merge
+    from newsbench_dagster.core.replay.audit import audit
+    from newsbench_dagster.core.replay.merge import merge
 
     try:
         report = merge(first, second, out)

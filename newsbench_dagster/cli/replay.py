@@ -38,8 +38,8 @@ def suggest_rules(
     `source: inferred`; hand-written rules win over it."""
     import yaml
 
-    from newsbench_dagster.core.replay.matching import exchanges_from_warc
     from newsbench_dagster.core.replay.matching import suggest_rules as infer
+    from newsbench_dagster.core.replay.warc import exchanges_from_warc
 
     try:
         rules = infer(exchanges_from_warc(path))

@@ -1,3 +1,5 @@
-"""Record and replay: WARC recordings (write, audit, merge), the matching rules, and a
-recording served as a run's whole web.
+"""Record and replay: WARC files (`warc`), what is stripped before writing (`redact`),
+recording pages and live runs (`recorder`), auditing and merging recordings (`audit`,
+`merge`), the matching rules (`matching`), and a recording served as a run's whole web
+(`replayer`).
 """

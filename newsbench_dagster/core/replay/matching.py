@@ -1,6 +1,6 @@
 """Replay matching: which recorded response answers a request made during replay.
 
-Rules are data (`replay_rules.yaml`, plus any rules files given): a match key from the
+Rules are data (`rules.yaml` here, plus any rules files given): a match key from the
 method, the host, the path (collapsed by page-identity rules), the query parameters that
 identify content (noise dropped) and, for state-changing requests, only the body fields
 that matter. Each decision is tagged `exact`, `fuzzy` (equal after the rules; the rules that
@@ -21,27 +21,11 @@ from urllib.parse import parse_qsl, urlsplit
 
 import yaml
 
-from newsbench_dagster.core.replay.recorder import _warc_records, clean_body, clean_url
+from newsbench_dagster.core.replay.redact import clean_body, clean_url
+from newsbench_dagster.core.replay.warc import Exchange
 
 DEFAULT_RULES = Path(__file__).with_name("rules.yaml")
 _WORD = re.compile(r"\w+", re.UNICODE)
-
-
-@dataclass(frozen=True)
-class Exchange:
-    """A recorded request (and where its response is)."""
-
-    method: str
-    url: str
-    body: bytes = b""
-    order: int = 0  # position in the recording
-    response: Any = None  # the response record's offset, or the response itself
-    digest: str | None = None  # the response payload's digest (WARC-Payload-Digest)
-    status: int | None = None
-    content_type: str = ""
-    length: int = 0
-    date: str | None = None  # when it was recorded (the response's WARC-Date)
-    record_id: str | None = None  # the response record's WARC-Record-ID
 
 
 @dataclass
@@ -209,55 +193,6 @@ class Matcher:
                     self._next(("s", key), best),
                 )
         return None
-
-
-def exchanges_from_warc(path: str | Path) -> list[Exchange]:
-    """The recorded requests of a WARC (ours or another tool's), each with its response
-    record's offset and payload digest, in recorded order."""
-    requests: dict[str, tuple[str, str, bytes]] = {}
-    responses: list[dict] = []
-    with open(path, "rb") as f:
-        for it, rec in _warc_records(f, path):
-            body = rec.content_stream().read()
-            offset = it.get_record_offset()
-            url = rec.rec_headers.get_header("WARC-Target-URI")
-            if rec.rec_type == "request" and rec.http_headers is not None:
-                method = rec.http_headers.protocol  # warcio keeps a request's method here
-                to = rec.rec_headers.get_header("WARC-Concurrent-To")
-                requests[to or url] = (method.split(" ")[0], url, body)
-            elif rec.rec_type == "response":
-                http = rec.http_headers
-                responses.append(
-                    {
-                        "id": rec.rec_headers.get_header("WARC-Record-ID"),
-                        "url": url,
-                        "offset": offset,
-                        "digest": rec.rec_headers.get_header("WARC-Payload-Digest"),
-                        "status": int(http.get_statuscode()) if http else None,
-                        "content_type": (http.get_header("Content-Type") or "") if http else "",
-                        "length": len(body),
-                        "date": rec.rec_headers.get_header("WARC-Date"),
-                    }
-                )
-    out = []
-    for order, r in enumerate(responses):
-        method, _, body = requests.get(r["id"]) or requests.get(r["url"]) or ("GET", r["url"], b"")
-        out.append(
-            Exchange(
-                method,
-                r["url"],
-                body,
-                order,
-                r["offset"],
-                r["digest"],
-                r["status"],
-                r["content_type"],
-                r["length"],
-                r["date"],
-                r["id"],
-            )
-        )
-    return out
 
 
 def suggest_rules(exchanges: Sequence[Exchange]) -> dict:

@@ -1,7 +1,7 @@
 """Replay: a recording (WARC) as the whole web a run sees, with no live fallthrough, ever.
 
 Every request a replayed context makes is answered here, from the recording: the recorded
-response the rules match (`core.replay.Matcher`), a 204 for analytics and beacons, the
+response the rules match (`core.replay.matching.Matcher`), a 204 for analytics and beacons, the
 site's recorded 404 page (or a plain 404) for what was not recorded, and a name-resolution
 failure for any host the recording does not hold. The browser it runs in resolves no host
 at all (`Routing.offline()`), so even a request that escaped interception could not leave
@@ -24,14 +24,14 @@ from urllib.parse import urljoin, urlsplit
 
 from protego import Protego
 
-from newsbench_dagster.core.replay.matching import (
+from newsbench_dagster.core.replay.matching import Matcher, Rules, coverage
+from newsbench_dagster.core.replay.redact import SECRET_HEADERS
+from newsbench_dagster.core.replay.warc import (
     Exchange,
-    Matcher,
-    Rules,
-    coverage,
     exchanges_from_warc,
+    record_at,
+    recording_clock,
 )
-from newsbench_dagster.core.replay.recorder import SECRET_HEADERS, recording_clock
 from newsbench_dagster.core.web.network import RobotsRules
 
 # Not forwarded to the page: the body served is the decoded one, its length is recomputed.
@@ -132,13 +132,7 @@ class Recording:
         return self._payloads[ex.response]
 
     def _read(self, offset: int) -> Payload:
-        from warcio.archiveiterator import ArchiveIterator
-
-        with open(self.path, "rb") as f:
-            f.seek(offset)
-            rec = next(iter(ArchiveIterator(f)))
-            body = rec.content_stream().read()
-            http = rec.http_headers
+        http, body = record_at(self.path, offset)
         if http is None:
             return Payload(200, [], body)
         # Another tool's WARC may hold a recorded reader's cookies: never handed to this one.

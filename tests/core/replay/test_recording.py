@@ -16,7 +16,9 @@ from warcio.warcwriter import WARCWriter
 
 from newsbench_dagster.cli import app
 from newsbench_dagster.core.harness.browser import BrowserOptions
-from newsbench_dagster.core.replay.recorder import audit, clean_url, index, record
+from newsbench_dagster.core.replay.audit import audit, index
+from newsbench_dagster.core.replay.recorder import record
+from newsbench_dagster.core.replay.redact import clean_url
 from newsbench_dagster.core.web.network import Routing
 
 
@@ -157,7 +159,7 @@ def _session_file(path, pages: dict[str, bytes]):
 
 
 def test_two_sessions_merge_the_earlier_copy_winning_and_the_merge_is_reported(tmp_path):
-    from newsbench_dagster.core.replay.recorder import merge
+    from newsbench_dagster.core.replay.merge import merge
     from newsbench_dagster.core.replay.replayer import Recording
 
     h = "http://harbor-herald.test"
@@ -196,7 +198,8 @@ def test_recording_merge_command_reports_and_refuses_junk(tmp_path):
 
 
 def test_personal_data_in_request_bodies_is_redacted_and_the_audit_catches_leftovers(tmp_path):
-    from newsbench_dagster.core.replay.recorder import WarcRecorder, clean_body
+    from newsbench_dagster.core.replay.recorder import WarcRecorder
+    from newsbench_dagster.core.replay.redact import clean_body
 
     form = b"newsletter=morning&email=reader%40example.com&csrf=abc"
     cleaned, n = clean_body(form)

@@ -4,13 +4,8 @@ item is a miss; analytics are blocked; hand-written rules win over inferred ones
 
 from __future__ import annotations
 
-from newsbench_dagster.core.replay.matching import (
-    Exchange,
-    Matcher,
-    Rules,
-    coverage,
-    exchanges_from_warc,
-)
+from newsbench_dagster.core.replay.matching import Matcher, Rules, coverage
+from newsbench_dagster.core.replay.warc import Exchange, exchanges_from_warc
 
 H = "http://harbor-herald.test"
 RECORDED = [
@@ -174,7 +169,7 @@ def test_a_repeated_resource_keeps_recorded_order_with_and_without_noise():
 
 
 def test_what_the_recorder_redacts_still_matches_and_content_params_are_kept():
-    from newsbench_dagster.core.replay.recorder import clean_url
+    from newsbench_dagster.core.replay.redact import clean_url
 
     recorded = [
         Exchange("GET", clean_url(f"{H}/live?token=abc123")[0], order=0, response="live"),
