@@ -232,3 +232,28 @@ def test_personal_data_in_request_bodies_is_redacted_and_the_audit_catches_lefto
         writer.write_record(req)
     [finding] = audit(raw)
     assert finding.kind == "personal_data"
+
+
+def test_a_url_the_recorder_redacted_passes_the_audit_and_a_raw_one_fails(tmp_path):
+    from newsbench_dagster.core.replay.recorder import WarcRecorder
+
+    path = tmp_path / "token.warc.gz"
+    rec = WarcRecorder(path)
+    secret_url = "http://harbor-herald.test/account?session_id=s3cr3t&page=2"
+    rec.exchange("GET", secret_url, [], None, 200, "OK", [("Content-Type", "text/html")], b"ok")
+    rec.close()
+    urls = [e["url"] for e in index(path) if e["type"] in ("request", "response")]
+    assert urls and all("s3cr3t" not in u and "session_id=redacted" in u for u in urls)
+    assert audit(path) == []
+
+    raw = tmp_path / "raw.warc.gz"
+    with open(raw, "wb") as f:
+        writer = WARCWriter(f, gzip=True)
+        http = StatusAndHeaders("200 OK", [("Content-Type", "text/html")], protocol="HTTP/1.1")
+        writer.write_record(
+            writer.create_warc_record(
+                secret_url, "response", payload=BytesIO(b"ok"), length=2, http_headers=http
+            )
+        )
+    [finding] = audit(raw)
+    assert finding.kind == "credential_param"
