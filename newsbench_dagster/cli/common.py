@@ -174,7 +174,7 @@ def running_newsroom(port: int) -> Iterator:
 def run_settings(**overrides):
     """Run settings for a command's runs: tasks' relative files (recordings, grading) are the
     project's, as in the pipeline."""
-    from newsbench_dagster.core.harness.runner import RunSettings
+    from newsbench_dagster.core.harness.settings import RunSettings
 
     return RunSettings(**{"base_dir": str(PROJECT_ROOT), **overrides})
 

@@ -4,7 +4,7 @@ from dagster import ConfigurableResource
 from pydantic import Field
 
 from newsbench_dagster.core.harness.browser import BrowserOptions
-from newsbench_dagster.core.harness.runner import ARTIFACT_KINDS, RunSettings
+from newsbench_dagster.core.harness.settings import ARTIFACT_KINDS, RunSettings
 from newsbench_dagster.paths import PROJECT_ROOT
 
 

@@ -1,11 +1,21 @@
-"""Launching Chromium for runs: the system Chromium when present, else Playwright's own."""
+"""Launching Chromium for runs: the system Chromium when present, else Playwright's own;
+`BrowserPool`, the browsers the runs share (a live one, an offline one for replays) and the
+Chromium of its own a CDP agent gets."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import shutil
-from dataclasses import dataclass, field
+import socket
+import tempfile
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from playwright.async_api import Browser, BrowserContext
+from playwright.async_api import Error as PlaywrightError
+
+from newsbench_dagster.core.harness.cdp_guard import CdpGuard
 from newsbench_dagster.core.web.network import Routing
 
 # Flags measured to keep headless Chromium quiet and self-contained on a closed network.
@@ -63,3 +73,81 @@ class BrowserOptions:
             "timezone_id": self.timezone,
             "service_workers": "block",
         }
+
+
+class BrowserPool:
+    """The browsers runs open their contexts in, launched on first use and relaunched when
+    one died; `pw` is the batch's Playwright."""
+
+    def __init__(self, options: BrowserOptions) -> None:
+        self.options = options
+        self._browsers: dict[bool, Browser] = {}  # live, and offline (replay) when used
+        self._lock = asyncio.Lock()
+
+    def _options(self, offline: bool) -> BrowserOptions:
+        """Replayed runs get a browser that resolves no host and has no proxy: nothing they
+        ask for can reach any server, the live site included."""
+        return replace(self.options, routing=Routing.offline()) if offline else self.options
+
+    async def browser(self, pw, offline: bool = False) -> Browser:
+        async with self._lock:
+            browser = self._browsers.get(offline)
+            if browser is None or not browser.is_connected():
+                browser = await pw.chromium.launch(**self._options(offline).launch_kwargs())
+                self._browsers[offline] = browser
+            return browser
+
+    async def new_context(
+        self, pw, kwargs: dict, offline: bool = False
+    ) -> tuple[Browser, BrowserContext]:
+        """A fresh context; a browser that died under an earlier run (its disconnect not yet
+        noticed) is replaced once."""
+        for attempt in (0, 1):
+            browser = await self.browser(pw, offline)
+            try:
+                return browser, await browser.new_context(**kwargs)
+            except PlaywrightError:
+                if attempt:
+                    raise
+                async with self._lock:
+                    if self._browsers.get(offline) is browser:
+                        del self._browsers[offline]
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(browser.close(), 5)
+        raise AssertionError("unreachable")
+
+    async def own_browser(
+        self, pw, context_kwargs: dict, offline: bool = False
+    ) -> tuple[BrowserContext, CdpGuard, str]:
+        """A Chromium of the run's own (its profile dir to remove after the run), its default
+        context reached only through a CdpGuard."""
+        port = _free_port()
+        own_dir = tempfile.mkdtemp(prefix="newsbench-cdp-")
+        launch = self._options(offline).launch_kwargs()
+        launch["args"] = [
+            *launch["args"],
+            f"--remote-debugging-port={port}",
+            "--remote-debugging-address=127.0.0.1",
+        ]
+        try:
+            context = await pw.chromium.launch_persistent_context(
+                own_dir, **launch, **context_kwargs
+            )
+            guard = CdpGuard(port)
+            await guard.start()
+        except BaseException:
+            shutil.rmtree(own_dir, ignore_errors=True)
+            raise
+        return context, guard, own_dir
+
+    async def close(self) -> None:
+        for browser in self._browsers.values():
+            with contextlib.suppress(PlaywrightError):
+                await browser.close()
+        self._browsers.clear()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

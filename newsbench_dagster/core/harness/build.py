@@ -11,7 +11,8 @@ from dataclasses import replace
 from newsbench_dagster.core.agents.protocol import Agent
 from newsbench_dagster.core.artifacts import ArtifactStore
 from newsbench_dagster.core.harness.browser import BrowserOptions
-from newsbench_dagster.core.harness.runner import Runner, RunSettings
+from newsbench_dagster.core.harness.runner import Runner
+from newsbench_dagster.core.harness.settings import RunSettings
 from newsbench_dagster.core.web.network import Fetcher, RobotsRules, World
 from newsbench_dagster.core.web.sites import SiteRegistry
 

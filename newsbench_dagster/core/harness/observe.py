@@ -6,6 +6,7 @@ browser context is closed; checkers score answers against these observations onl
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime
 
 from playwright.async_api import Error as PlaywrightError
@@ -46,3 +47,11 @@ async def observe(page: Page) -> dict:
     raw["page"] = understand(html, url=raw.get("url")).as_dict() if html else None
     raw["observed_at"] = datetime.now(UTC).isoformat()
     return raw
+
+
+async def observe_within(page: Page, timeout_s: float) -> dict | None:
+    """The page's observation, or None when it failed or took longer than `timeout_s`."""
+    try:
+        return await asyncio.wait_for(observe(page), timeout_s)
+    except (PlaywrightError, TimeoutError):
+        return None

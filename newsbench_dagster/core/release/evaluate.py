@@ -15,7 +15,7 @@ from newsbench_dagster.core.agents.protocol import Agent, AgentManifest, build_a
 from newsbench_dagster.core.artifacts import ArtifactStore
 from newsbench_dagster.core.harness.browser import BrowserOptions
 from newsbench_dagster.core.harness.build import build_runner, fetch_robots
-from newsbench_dagster.core.harness.runner import RunSettings
+from newsbench_dagster.core.harness.settings import RunSettings
 from newsbench_dagster.core.release.plan import TaskSet
 from newsbench_dagster.core.release.policy import Policy
 from newsbench_dagster.core.scoring.failures import EnvFailure

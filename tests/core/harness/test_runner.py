@@ -12,9 +12,12 @@ import pytest
 
 from newsbench_dagster.core.agents.protocol import AgentManifest, build_agent
 from newsbench_dagster.core.artifacts import LocalArtifactStore
-from newsbench_dagster.core.harness.runner import Runner, RunSettings, run_tasks
+from newsbench_dagster.core.harness.runner import Runner, run_tasks
+from newsbench_dagster.core.harness.settings import RunSettings
 from newsbench_dagster.core.scoring.score import score_run
-from newsbench_dagster.core.tasks.produce import make_tasks, poll_site
+from newsbench_dagster.core.tasks.poll import poll_site
+from newsbench_dagster.core.tasks.produce import make_tasks
+from tests.support.tasks import LEAD_AND_METADATA
 
 
 def manifest(name: str) -> AgentManifest:
@@ -97,7 +100,7 @@ def tasks(newsroom_server, registry):
     day = datetime.now(UTC).date()
     with Fetcher(Routing.via_proxy(newsroom_server.address), registry.allowed_origins) as f:
         rows = poll_site(registry.get("harbor"), f, None, day)
-    tasks = make_tasks(registry.get("harbor"), day, rows, articles_per_site=1)
+    tasks = make_tasks(registry.get("harbor"), day, rows, 1, LEAD_AND_METADATA)
     for t in tasks:
         t["constraints"]["max_seconds"] = 4
         t["constraints"]["max_steps"] = 6

@@ -23,12 +23,15 @@ from playwright.async_api import async_playwright
 from newsbench_dagster.core.agents.protocol import AgentManifest, build_agent
 from newsbench_dagster.core.artifacts import LocalArtifactStore
 from newsbench_dagster.core.harness.browser import BrowserOptions
-from newsbench_dagster.core.harness.runner import Runner, RunSettings, run_tasks
+from newsbench_dagster.core.harness.runner import Runner, run_tasks
+from newsbench_dagster.core.harness.settings import RunSettings
 from newsbench_dagster.core.scoring import checkers
 from newsbench_dagster.core.scoring.score import score_run, score_safely
-from newsbench_dagster.core.tasks.produce import make_tasks, poll_site
+from newsbench_dagster.core.tasks.poll import poll_site
+from newsbench_dagster.core.tasks.produce import make_tasks
 from newsbench_dagster.core.web.network import Fetcher, RobotsRules, Routing
-from newsbench_dagster.newsroom.render import injection_text
+from newsbench_dagster.newsroom.pages import injection_text
+from tests.support.tasks import LEAD_AND_METADATA
 
 REFERENCE = AgentManifest(name="reference", version="0.1.0", adapter="reference")
 
@@ -303,7 +306,7 @@ def test_an_injected_instruction_becomes_a_safety_event_not_a_request(
         rows = poll_site(registry.get("northgate"), f, None, day)
     task = next(
         t
-        for t in make_tasks(registry.get("northgate"), day, rows)
+        for t in make_tasks(registry.get("northgate"), day, rows, intents=LEAD_AND_METADATA)
         if t["intent"] == "extract_article_metadata"
     )
     task = copy.deepcopy(task)

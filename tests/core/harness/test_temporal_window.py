@@ -11,12 +11,17 @@ import pytest
 from newsbench_dagster.core.agents.protocol import AgentManifest
 from newsbench_dagster.core.artifacts import LocalArtifactStore
 from newsbench_dagster.core.harness.browser import BrowserOptions
-from newsbench_dagster.core.harness.runner import Runner, RunSettings, run_tasks
+from newsbench_dagster.core.harness.runner import Runner, run_tasks
+from newsbench_dagster.core.harness.settings import RunSettings
 from newsbench_dagster.core.scoring.checkers import check
 from newsbench_dagster.core.scoring.score import score_run
-from newsbench_dagster.core.tasks.produce import make_tasks, poll_site
+from newsbench_dagster.core.tasks.poll import poll_site
+from newsbench_dagster.core.tasks.produce import make_tasks
 from newsbench_dagster.core.web.network import Fetcher, RobotsRules, Routing
-from newsbench_dagster.newsroom import FixedClock, Newsroom, NewsroomServer
+from newsbench_dagster.newsroom.clock import FixedClock
+from newsbench_dagster.newsroom.server import NewsroomServer
+from newsbench_dagster.newsroom.world import Newsroom
+from tests.support.tasks import LEAD_AND_METADATA
 
 AT = datetime(2026, 11, 30, 15, 1, tzinfo=UTC)
 
@@ -49,7 +54,7 @@ def window_runs(registry, tmp_path):
             robots = RobotsRules.fetch(f, registry.allowed_origins)
         task = next(
             t
-            for t in make_tasks(registry.get("harbor"), AT.date(), rows, articles_per_site=0)
+            for t in make_tasks(registry.get("harbor"), AT.date(), rows, 0, LEAD_AND_METADATA)
             if t["intent"] == "find_top_headline"
         )
         out = {}
@@ -119,7 +124,7 @@ def test_a_lead_seen_only_during_the_run_is_right_thanks_to_the_sample(registry,
         with Fetcher(routing, registry.allowed_origins) as f:
             rows = poll_site(registry.get("harbor"), f, None, start.date())
             robots = RobotsRules.fetch(f, registry.allowed_origins)
-        (task,) = make_tasks(registry.get("harbor"), start.date(), rows, articles_per_site=0)
+        (task,) = make_tasks(registry.get("harbor"), start.date(), rows, 0, LEAD_AND_METADATA)
         runner = Runner(
             [MidRunLeadAgent(clock, site)],
             options=BrowserOptions(routing=routing),
