@@ -10,7 +10,8 @@ import pytest
 from newsbench_dagster.core.harness.browser import BrowserOptions
 from newsbench_dagster.core.web.network import Fetcher, RobotsRules, Routing
 from newsbench_dagster.core.web.sites import load_sites
-from newsbench_dagster.newsroom import Newsroom, NewsroomServer
+from newsbench_dagster.newsroom.server import NewsroomServer
+from newsbench_dagster.newsroom.world import Newsroom
 from newsbench_dagster.paths import SITES_FILE
 
 SEED = 7
@@ -100,10 +101,12 @@ def observe_with():
 def harbor_today(newsroom_server, registry):
     """Today's harbor tasks (the lead, one article's metadata) and every site's robots rules,
     polled once for the session; callers copy the tasks before changing them."""
-    from newsbench_dagster.core.tasks.produce import make_tasks, poll_site
+    from newsbench_dagster.core.tasks.poll import poll_site
+    from newsbench_dagster.core.tasks.produce import make_tasks
+    from tests.support.tasks import LEAD_AND_METADATA
 
     day = datetime.now(UTC).date()
     with Fetcher(Routing.via_proxy(newsroom_server.address), registry.allowed_origins) as f:
         rows = poll_site(registry.get("harbor"), f, None, day)
         robots = RobotsRules.fetch(f, registry.allowed_origins)
-    return day, make_tasks(registry.get("harbor"), day, rows, articles_per_site=1), robots
+    return day, make_tasks(registry.get("harbor"), day, rows, 1, LEAD_AND_METADATA), robots

@@ -45,8 +45,8 @@ def serve(
     Control API on the same port (loopback only): /__newsroom/health, /__newsroom/events,
     POST /__newsroom/reset?scope=run:ID, and with --truth /__newsroom/truth?site=KEY&at=ISO.
     """
+    from newsbench_dagster.newsroom.clock import FixedClock
     from newsbench_dagster.newsroom.server import NewsroomServer
-    from newsbench_dagster.newsroom.world import FixedClock
 
     frozen = instant(at)
     clock = FixedClock(frozen) if frozen else None

@@ -6,8 +6,9 @@ import argparse
 import time
 from datetime import datetime
 
+from .clock import FixedClock, as_utc
 from .server import NewsroomServer
-from .world import DEFAULT_SEED, FixedClock, Newsroom, as_utc
+from .world import DEFAULT_SEED, Newsroom
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -17,7 +17,7 @@ RUN_HEADER = "x-newsroom-run"
 SESSION_COOKIE = "nr_sid"
 # Where the reader is (loopback has no geography): "eu" sees the consent modal.
 GEO_HEADER = "x-newsroom-geo"
-# Which seeded page variant to serve (see variation.py); recorded in the run's log.
+# Which seeded page variant to serve (see form_variant.py); recorded in the run's log.
 VARIANT_HEADER = "x-newsroom-variant"
 MAX_BODY = 64 * 1024
 

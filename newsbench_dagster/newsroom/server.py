@@ -26,10 +26,12 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
 
-from . import render
+from . import routes
+from .clock import as_utc, utc_now
 from .exchange import MAX_BODY, Request
 from .state import NewsroomState
-from .world import Newsroom, as_utc, utc_now
+from .templating import TEXT
+from .world import Newsroom
 
 CONTROL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 CONTROL_PREFIX = "/__newsroom"
@@ -210,7 +212,7 @@ class _Handler(BaseHTTPRequestHandler):
             host,
             path,
             405,
-            render.TEXT,
+            TEXT,
             b"newsroom: method not allowed\n",
             head=False,
             headers={"Allow": "GET, HEAD, POST"},
@@ -225,7 +227,7 @@ class _Handler(BaseHTTPRequestHandler):
         if length < 0 or length > MAX_BODY:
             self.close_connection = True
             host, path = self._target()
-            self._reply(host, path, 413, render.TEXT, b"newsroom: body too large\n", False)
+            self._reply(host, path, 413, TEXT, b"newsroom: body too large\n", False)
             return None
         return self.rfile.read(length) if length else b""
 
@@ -240,7 +242,7 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             body = read
         if not host:
-            self._reply(host, path, 400, render.TEXT, b"newsroom: no host\n", head)
+            self._reply(host, path, 400, TEXT, b"newsroom: no host\n", head)
             return
         if host in CONTROL_HOSTS:
             self._control(host, path, head, body)
@@ -250,7 +252,7 @@ class _Handler(BaseHTTPRequestHandler):
         owner.state.inspect(request, host, site.key if site else None, now)
         if site is None:
             body = f"newsroom: unknown host {host}\n".encode()
-            self._reply(host, path, 502, render.TEXT, body, head)
+            self._reply(host, path, 502, TEXT, body, head)
             return
 
         fault = owner.faults.get(site.key)
@@ -263,12 +265,12 @@ class _Handler(BaseHTTPRequestHandler):
             time.sleep(SLOW_DELAY_SECONDS)
 
         try:
-            response = render.respond(site, request, now, owner.state)
+            response = routes.respond(site, request, now, owner.state)
         except Exception:
             # A bug in content code: answer 500, then re-raise so handle_error prints the
             # traceback and drops this connection; the server keeps serving.
             self.close_connection = True
-            self._reply(host, path, 500, render.TEXT, b"newsroom: internal error\n", head)
+            self._reply(host, path, 500, TEXT, b"newsroom: internal error\n", head)
             raise
         if request.path == site.spec.feed_path and response.status == 200:
             if fault == "feed_malformed":

@@ -11,7 +11,9 @@ from dataclasses import asdict, dataclass
 from datetime import date, datetime
 from typing import Any
 
-from .world import FEED_SIZE_TRUTH, SiteWorld, Story, as_utc
+from .clock import as_utc
+from .site_world import FEED_SIZE, SiteWorld
+from .stories import Story
 
 
 @dataclass(frozen=True)
@@ -81,7 +83,7 @@ class SiteTruth:
 def site_truth(site: SiteWorld, at: datetime) -> SiteTruth:
     at = as_utc(at)
     front = site.front_page(at)
-    articles = [ArticleTruth.of(site, s, at) for s in site.stories(at, FEED_SIZE_TRUTH)]
+    articles = [ArticleTruth.of(site, s, at) for s in site.stories(at, FEED_SIZE)]
     blog = site.current_liveblog(at)
     latest = blog.latest(at)
     traps: list[dict[str, Any]] = []

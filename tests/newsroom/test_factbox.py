@@ -11,8 +11,12 @@ import pytest
 from lxml import html
 
 from newsbench_dagster.core.reading.page import understand
-from newsbench_dagster.newsroom import Newsroom, respond
-from newsbench_dagster.newsroom.world import SiteSpec, SiteWorld, Story, capitalise
+from newsbench_dagster.newsroom.catalog import SiteSpec
+from newsbench_dagster.newsroom.routes import respond
+from newsbench_dagster.newsroom.site_world import SiteWorld
+from newsbench_dagster.newsroom.stories import Story
+from newsbench_dagster.newsroom.text import capitalise
+from newsbench_dagster.newsroom.world import Newsroom
 
 AT = datetime(2026, 11, 30, 15, tzinfo=UTC)
 LABELS = {

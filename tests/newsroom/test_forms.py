@@ -15,9 +15,12 @@ import pytest
 from lxml import html
 
 from newsbench_dagster.core.harness.browser import CHROMIUM_ARGS, find_chromium
-from newsbench_dagster.newsroom import FixedClock, Newsroom, NewsroomServer, forms
+from newsbench_dagster.newsroom import form_fields, forms
+from newsbench_dagster.newsroom.clock import FixedClock
 from newsbench_dagster.newsroom.exchange import Request
+from newsbench_dagster.newsroom.server import NewsroomServer
 from newsbench_dagster.newsroom.state import MUTATIONS
+from newsbench_dagster.newsroom.world import Newsroom
 
 AT = datetime(2026, 3, 10, 14, 7, tzinfo=UTC)
 HARBOR = "http://harbor-herald.test"
@@ -140,7 +143,7 @@ def test_newsletter_validation_errors_change_nothing(
     # The form comes back with the reader's input (at most what the field holds).
     assert page.xpath("//form[@action='/newsletter']")
     for value in page.xpath("//input[@name='email']/@value"):
-        assert len(value) <= forms.MAX_LEN["email"]
+        assert len(value) <= form_fields.MAX_LEN["email"]
     assert events(server, run_id, "newsletter_signup") == []
 
 

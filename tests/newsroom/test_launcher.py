@@ -6,8 +6,9 @@ import socket
 
 import pytest
 
-from newsbench_dagster.newsroom import Newsroom, NewsroomServer
 from newsbench_dagster.newsroom.launcher import NewsroomUnavailable, ensure_newsroom, health
+from newsbench_dagster.newsroom.server import NewsroomServer
+from newsbench_dagster.newsroom.world import Newsroom
 
 
 def test_reuses_a_running_newsroom(newsroom_server):

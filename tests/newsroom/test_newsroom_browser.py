@@ -14,7 +14,9 @@ from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright
 
 from newsbench_dagster.core.harness.browser import BrowserOptions
 from newsbench_dagster.core.web.network import Routing
-from newsbench_dagster.newsroom import FixedClock, Newsroom, NewsroomServer
+from newsbench_dagster.newsroom.clock import FixedClock
+from newsbench_dagster.newsroom.server import NewsroomServer
+from newsbench_dagster.newsroom.world import Newsroom
 
 # After every site's first redesign, during the live blogs' hours in all timezones.
 AT = datetime(2026, 11, 30, 15, 0, tzinfo=UTC)

@@ -15,7 +15,9 @@ from dateutil.parser import isoparse
 from lxml import etree, html
 from protego import Protego
 
-from newsbench_dagster.newsroom import FixedClock, Newsroom, NewsroomServer
+from newsbench_dagster.newsroom.clock import FixedClock
+from newsbench_dagster.newsroom.server import NewsroomServer
+from newsbench_dagster.newsroom.world import Newsroom
 
 AT = datetime(2026, 3, 10, 14, 7, tzinfo=UTC)
 # Lead heading level per template family before any redesign (AT is before every drift).
@@ -338,12 +340,12 @@ def test_health_and_request_log(server: NewsroomServer, newsroom: Newsroom) -> N
 def test_content_bug_gives_500_and_server_survives(
     server: NewsroomServer, monkeypatch: pytest.MonkeyPatch, client: httpx.Client
 ) -> None:
-    from newsbench_dagster.newsroom import render
+    from newsbench_dagster.newsroom import routes
 
     def broken(*args: object) -> None:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(render, "respond", broken)
+    monkeypatch.setattr(routes, "respond", broken)
     assert client.get("http://harbor-herald.test/").status_code == 500
     monkeypatch.undo()
     assert client.get("http://harbor-herald.test/").status_code == 200

@@ -14,7 +14,9 @@ import httpx
 import pytest
 from lxml import html
 
-from newsbench_dagster.newsroom import FixedClock, Newsroom, NewsroomServer
+from newsbench_dagster.newsroom.clock import FixedClock
+from newsbench_dagster.newsroom.server import NewsroomServer
+from newsbench_dagster.newsroom.world import Newsroom
 
 AT = datetime(2026, 11, 30, 15, 0, tzinfo=UTC)
 # The lead link as each family marked it up before its first redesign: what a brittle,
@@ -253,7 +255,7 @@ def test_amp_variants_point_back_to_the_canonical_article(server, newsroom):
 
 
 def test_slow_routes_answer_late(newsroom):
-    from newsbench_dagster.newsroom import respond
+    from newsbench_dagster.newsroom.routes import respond
 
     site = newsroom.site("harbor")
     assert respond(site, "/fragments/most-read", AT).delay >= 0.5  # the spinner's route

@@ -8,8 +8,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from rapidfuzz import fuzz
 
-from newsbench_dagster.newsroom import FixedClock, Newsroom, respond
-from newsbench_dagster.newsroom.world import slugify
+from newsbench_dagster.newsroom.clock import FixedClock
+from newsbench_dagster.newsroom.routes import respond
+from newsbench_dagster.newsroom.text import slugify
+from newsbench_dagster.newsroom.world import Newsroom
 
 AT = datetime(2026, 3, 10, 14, 7, tzinfo=UTC)
 

@@ -14,17 +14,18 @@ import httpx
 import pytest
 from lxml import html
 
-from newsbench_dagster.newsroom import FixedClock, Newsroom, NewsroomServer
-from newsbench_dagster.newsroom.forms import FORM_FIELDS
-from newsbench_dagster.newsroom.variation import (
+from newsbench_dagster.newsroom.clock import FixedClock
+from newsbench_dagster.newsroom.form_fields import FORM_FIELDS
+from newsbench_dagster.newsroom.form_variant import (
     DECOYS,
     LABEL_MODES,
     MAX_DEPTH,
     MAX_HYDRATION_MS,
-    PAGES,
     Variant,
-    generate,
 )
+from newsbench_dagster.newsroom.server import NewsroomServer
+from newsbench_dagster.newsroom.variation import PAGES, generate
+from newsbench_dagster.newsroom.world import Newsroom
 
 AT = datetime(2026, 3, 10, 14, 7, tzinfo=UTC)
 HARBOR = "http://harbor-herald.test"
