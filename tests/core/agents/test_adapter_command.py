@@ -13,15 +13,16 @@ from pathlib import Path
 import pytest
 
 from newsbench_dagster.core.agents.adapters.command import (
-    _Capture,
     last_json_line,
     parse_answers,
     substitute,
 )
 from newsbench_dagster.core.agents.protocol import AgentManifest, build_agent, load_manifest
+from newsbench_dagster.core.agents.stream_capture import StreamCapture
 from newsbench_dagster.core.artifacts import LocalArtifactStore
 from newsbench_dagster.core.errors import ConfigError
-from newsbench_dagster.core.harness.runner import Runner, RunSettings, run_tasks
+from newsbench_dagster.core.harness.runner import Runner, run_tasks
+from newsbench_dagster.core.harness.settings import RunSettings
 from newsbench_dagster.core.scoring.score import score_run
 from newsbench_dagster.paths import AGENTS_DIR, PROJECT_ROOT
 
@@ -245,7 +246,7 @@ def test_output_keeps_its_head_and_tail_within_the_cap_and_redacted():
         reader = asyncio.StreamReader()
         reader.feed_data(b"".join(f"line {i} key={SECRET}\n".encode() for i in range(5000)))
         reader.feed_eof()
-        cap = _Capture(cap=4000)
+        cap = StreamCapture(cap=4000)
         await cap.read(reader)
         assert cap.ending().endswith(f"line 4999 key={SECRET}\n")  # where an answer is read
         return cap.text([SECRET.encode()])

@@ -14,11 +14,15 @@ from newsbench_dagster.core.agents.adapters.selector_baseline import LEARNED_ON
 from newsbench_dagster.core.agents.protocol import AgentManifest, build_agent, load_manifest
 from newsbench_dagster.core.artifacts import LocalArtifactStore
 from newsbench_dagster.core.harness.browser import BrowserOptions
-from newsbench_dagster.core.harness.runner import Runner, RunSettings, run_tasks
+from newsbench_dagster.core.harness.runner import Runner, run_tasks
+from newsbench_dagster.core.harness.settings import RunSettings
 from newsbench_dagster.core.scoring.score import score_run
-from newsbench_dagster.core.tasks.produce import make_tasks, poll_site
+from newsbench_dagster.core.tasks.poll import poll_site
+from newsbench_dagster.core.tasks.produce import make_tasks
 from newsbench_dagster.core.web.network import Fetcher, RobotsRules, Routing
-from newsbench_dagster.newsroom import FixedClock, Newsroom, NewsroomServer
+from newsbench_dagster.newsroom.clock import FixedClock
+from newsbench_dagster.newsroom.server import NewsroomServer
+from newsbench_dagster.newsroom.world import Newsroom
 from newsbench_dagster.paths import AGENTS_DIR
 
 # Harbor (classic) redesigns on 2026-11-16, Rheinblatt (grid) on 2026-11-23: before both,
@@ -48,7 +52,7 @@ def scored_runs(server, clock, at: datetime, sites: list[str], registry, tmp_pat
         robots = RobotsRules.fetch(f, registry.allowed_origins)
         for key in sites:
             rows = poll_site(registry.get(key), f, None, at.date())
-            made = make_tasks(registry.get(key), at.date(), rows, articles_per_site=1)
+            made = make_tasks(registry.get(key), at.date(), rows, 1, INTENTS)
             tasks += [t for t in made if t["intent"] in INTENTS]
     assert {(t["site"], t["intent"]) for t in tasks} == {(s, i) for s in sites for i in INTENTS}
     runner = Runner(

@@ -15,15 +15,12 @@ from newsbench_dagster.core.agents.protocol import AgentManifest, build_agent
 from newsbench_dagster.core.agents.tools import BrowserTools
 from newsbench_dagster.core.artifacts import LocalArtifactStore
 from newsbench_dagster.core.harness.browser import BrowserOptions
-from newsbench_dagster.core.harness.runner import Runner, RunSettings, run_tasks
+from newsbench_dagster.core.harness.runner import Runner, run_tasks
+from newsbench_dagster.core.harness.settings import RunSettings
 from newsbench_dagster.core.scoring.score import score_run
-from newsbench_dagster.core.tasks.produce import (
-    ALL_INTENTS,
-    READ_INTENTS,
-    STATE_INTENTS,
-    make_tasks,
-    poll_site,
-)
+from newsbench_dagster.core.tasks.intents import ALL_INTENTS, READ_INTENTS, STATE_INTENTS
+from newsbench_dagster.core.tasks.poll import poll_site
+from newsbench_dagster.core.tasks.produce import make_tasks
 from newsbench_dagster.core.web.network import Fetcher, RobotsRules
 from newsbench_dagster.newsroom.launcher import newsroom_routing
 

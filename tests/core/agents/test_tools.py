@@ -12,7 +12,8 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from playwright.async_api import async_playwright
 
-from newsbench_dagster.core.agents.tools import DOM_SLICE_MAX_BYTES, BrowserTools, BudgetExceeded
+from newsbench_dagster.core.agents.targets import DOM_SLICE_MAX_BYTES
+from newsbench_dagster.core.agents.tools import BrowserTools, BudgetExceeded
 
 HARBOR = "http://harbor-herald.test/"
 
@@ -265,6 +266,17 @@ def test_a_missing_element_is_ok_false_and_a_missing_target_raises(run, site):
     assert statuses == ["error"] * len(results) + ["not_found"]
     # Only the select was there to slice (its option was the miss).
     assert [d["tool"] for d in tools.dom_slices] == ["select"]
+
+
+def test_a_keyword_that_names_no_target_is_a_type_error(run, site):
+    async def fn(tools: BrowserTools):
+        await tools.goto(f"{site}/form")
+        with pytest.raises(TypeError, match="click.. got an unexpected keyword argument 'href'"):
+            await tools.click(href="/other")  # type: ignore[call-arg]
+        return tools
+
+    tools = run(fn)
+    assert [s["tool"] for s in tools.trajectory.steps] == ["goto"]  # no step was taken
 
 
 def test_scroll_wait_and_keyboard(run, site):

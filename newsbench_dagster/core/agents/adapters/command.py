@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from newsbench_dagster.core.agents.protocol import AgentManifest, AgentTask
+from newsbench_dagster.core.agents.stream_capture import StreamCapture, redact_text
 from newsbench_dagster.core.agents.tools import BrowserTools, BudgetExceeded
 from newsbench_dagster.core.errors import ConfigError
 from newsbench_dagster.paths import PROJECT_ROOT
@@ -46,8 +47,6 @@ PLACEHOLDERS = frozenset(
     | {"python"}  # the harness's interpreter, for agents written in Python
 )
 ANSWER_MODES = ("auto", "file", "stdout")
-OUTPUT_CAP = 256 * 1024  # bytes kept of each stream: the first and last halves
-READ_CHUNK = 64 * 1024
 DRAIN_TIMEOUT_S = 2.0  # after the kill, how long to wait for the pipes to close
 SHOWN = 200  # characters of offending text quoted in an error
 # What a command inherits from the harness: enough to find programs and write caches; never
@@ -156,59 +155,6 @@ def substitute(arg: str, values: dict[str, str]) -> str:
         return values[m.group(1)]
 
     return _PLACEHOLDER.sub(fill, arg)
-
-
-class _Capture:
-    """A stream read to its end, keeping the first and last OUTPUT_CAP/2 bytes."""
-
-    def __init__(self, cap: int = OUTPUT_CAP) -> None:
-        self.half = cap // 2
-        self.head = bytearray()
-        self.tail = bytearray()
-        self.total = 0
-
-    async def read(self, stream: asyncio.StreamReader) -> None:
-        while chunk := await stream.read(READ_CHUNK):
-            self.total += len(chunk)
-            room = self.half - len(self.head)
-            if room > 0:
-                self.head += chunk[:room]
-                chunk = chunk[room:]
-            if chunk:
-                self.tail += chunk
-                del self.tail[: max(0, len(self.tail) - self.half)]
-
-    def ending(self) -> str:
-        """The end of the stream as text (all of it when nothing was dropped): where an
-        answer line or the last error message is."""
-        whole = self.total == len(self.head) + len(self.tail)
-        data = bytes(self.head + self.tail) if whole else bytes(self.tail)
-        return data.decode("utf-8", errors="replace")
-
-    def text(self, secrets: list[bytes]) -> bytes:
-        dropped = self.total - len(self.head) - len(self.tail)
-        if dropped <= 0:
-            return _redact(bytes(self.head + self.tail), secrets)
-        # Cut at line ends so a secret (never multi-line) is not split across the gap, where
-        # neither half would redact it.
-        head, tail = bytes(self.head), bytes(self.tail)
-        if b"\n" in head:
-            head = head[: head.rindex(b"\n") + 1]
-        if b"\n" in tail:
-            tail = tail[tail.index(b"\n") + 1 :]
-        gap = self.total - len(head) - len(tail)
-        marker = f"\n[... {gap} bytes not kept ...]\n".encode()
-        return _redact(head, secrets) + marker + _redact(tail, secrets)
-
-
-def _redact(data: bytes, secrets: list[bytes]) -> bytes:
-    for secret in sorted(secrets, key=len, reverse=True):
-        data = data.replace(secret, b"[REDACTED]")
-    return data
-
-
-def _redact_text(text: str, secrets: list[bytes]) -> str:
-    return _redact(text.encode(), secrets).decode("utf-8", errors="replace")
 
 
 def _quote(text: str) -> str:
@@ -339,7 +285,7 @@ class CommandAgent:
         }
         argv = [substitute(a, values) for a in self.params.command]
         record: dict[str, Any] = {
-            "argv": [_redact_text(a, secrets) for a in argv],
+            "argv": [redact_text(a, secrets) for a in argv],
             "cwd": str(self.params.cwd) if self.params.cwd else None,
             "pid": None,
             "exit_code": None,
@@ -348,7 +294,7 @@ class CommandAgent:
             "answer_source": None,
             "error": None,
         }
-        out, err = _Capture(), _Capture()
+        out, err = StreamCapture(), StreamCapture()
         started, first_step, t0 = time.perf_counter(), len(tools.trajectory.steps), tools.elapsed()
         try:
             try:
@@ -362,10 +308,10 @@ class CommandAgent:
             await self._answer(tools, answer_file, out, err, secrets, record)
         except CommandAgentError as e:
             # The runner records the message as is: it must not carry a secret either.
-            record["error"] = _redact_text(str(e), secrets)
+            record["error"] = redact_text(str(e), secrets)
             raise CommandAgentError(record["error"]) from None
         except BaseException as e:
-            record["error"] = _redact_text(f"{type(e).__name__}: {e}", secrets)
+            record["error"] = redact_text(f"{type(e).__name__}: {e}", secrets)
             raise
         finally:
             record["seconds"] = round(time.perf_counter() - started, 3)
@@ -393,8 +339,8 @@ class CommandAgent:
         self,
         argv: list[str],
         env: dict[str, str],
-        out: _Capture,
-        err: _Capture,
+        out: StreamCapture,
+        err: StreamCapture,
         record: dict,
     ) -> None:
         try:
@@ -452,8 +398,8 @@ class CommandAgent:
         self,
         tools: BrowserTools,
         answer_file: Path,
-        out: _Capture,
-        err: _Capture,
+        out: StreamCapture,
+        err: StreamCapture,
         secrets: list[bytes],
         record: dict,
         final: bool = True,
@@ -474,7 +420,7 @@ class CommandAgent:
         code = record.get("exit_code")
         if final and code not in (0, None):
             said = err.ending().strip()[-SHOWN:]
-            said = f"; stderr ends: {_redact_text(said, secrets)!r}" if said else ""
+            said = f"; stderr ends: {redact_text(said, secrets)!r}" if said else ""
             raise CommandAgentError(f"command exited with code {code}{said}")
 
 

@@ -2,9 +2,10 @@
 endpoint (POST {base_url}/chat/completions with `tools`, `tool_choice: "auto"`).
 
 The model sees the task in words and drives the harness's page through the tool API
-(core.tools.BrowserTools); the tool list is data (`TOOLS`: name, JSON schema, method), so a new
-tool is one entry. The model answers with the `answer` tool (it may answer more than once) and
-stops with `finish` or by replying without tool calls.
+(core.agents.tools.BrowserTools); the tools it is offered are derived from that API
+(core.agents.tool_specs), so a new tool method is a new tool here without further edits. The
+model answers with the `answer` tool (it may answer more than once) and stops with `finish` or
+by replying without tool calls.
 
 Manifest: `model` (the endpoint's model id), `prompt` (system prompt; a default is used when
 empty) and `params`:
@@ -37,7 +38,9 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 
 from newsbench_dagster.core.agents.protocol import AgentManifest, AgentTask
+from newsbench_dagster.core.agents.tool_specs import tool_specs
 from newsbench_dagster.core.agents.tools import BrowserTools
+from newsbench_dagster.core.agents.trajectory import truncate_utf8
 from newsbench_dagster.core.errors import ConfigError, ModelEndpointError
 
 DEFAULT_SYSTEM_PROMPT = """You are a careful web research agent working in a real browser.
@@ -53,24 +56,6 @@ REDACTED = "[redacted]"
 
 
 # -- the tool table ----------------------------------------------------------------------------
-_TARGET_PROPS: dict[str, dict] = {
-    "selector": {"type": "string", "description": "CSS selector"},
-    "role": {"type": "string", "description": "ARIA role, e.g. link, button, heading"},
-    "name": {"type": "string", "description": "accessible name (with role)"},
-    "label": {"type": "string", "description": "label text of a form field"},
-    "text": {"type": "string", "description": "visible text (alone, or narrowing another)"},
-    "placeholder": {"type": "string", "description": "placeholder of a field"},
-}
-_TARGET_NOTE = " Name the element by one of selector, role (+ name), label, text, placeholder."
-
-
-def _obj(props: dict[str, dict] | None = None, required: tuple[str, ...] = ()) -> dict:
-    schema: dict[str, Any] = {"type": "object", "properties": props or {}}
-    if required:
-        schema["required"] = list(required)
-    return schema
-
-
 Call = Callable[[BrowserTools, dict], Awaitable[Any]]
 
 
@@ -81,14 +66,8 @@ class Tool:
     call: Call
 
 
-async def _answer(t: BrowserTools, a: dict) -> dict:
-    value = a.get("value")
-    if not isinstance(value, dict):
-        raise ValueError("answer: `value` must be a JSON object")
-    claims = a.get("claims_success", True)
-    if not isinstance(claims, bool):
-        raise ValueError("answer: `claims_success` must be true or false")
-    return await t.answer(value, claims_success=claims)
+def _method(name: str) -> Call:
+    return lambda t, a: getattr(t, name)(**a)
 
 
 async def _screenshot(t: BrowserTools, a: dict) -> dict:
@@ -110,126 +89,28 @@ async def _finish(t: BrowserTools, a: dict) -> dict:
     return {"ok": True, "finished": True}
 
 
-TOOLS: dict[str, Tool] = {
-    "goto": Tool(
-        "Open a URL in the current tab.",
-        _obj({"url": {"type": "string"}}, ("url",)),
-        lambda t, a: t.goto(**a),
-    ),
-    "back": Tool("Go back in history.", _obj(), lambda t, a: t.back()),
-    "click": Tool(
-        "Click an element." + _TARGET_NOTE, _obj(_TARGET_PROPS), lambda t, a: t.click(**a)
-    ),
-    "type": Tool(
-        "Type into a field (clears it first unless clear=false)." + _TARGET_NOTE,
-        _obj(
-            {"value": {"type": "string"}, "clear": {"type": "boolean"}, **_TARGET_PROPS}, ("value",)
-        ),
-        lambda t, a: t.type(**a),
-    ),
-    "select": Tool(
-        "Pick an option of a <select> by value or label." + _TARGET_NOTE,
-        _obj({"option": {"type": "string"}, **_TARGET_PROPS}, ("option",)),
-        lambda t, a: t.select(**a),
-    ),
-    "check": Tool(
-        "Tick (checked=true) or untick a checkbox, or pick a radio button." + _TARGET_NOTE,
-        _obj({"checked": {"type": "boolean"}, **_TARGET_PROPS}),
-        lambda t, a: t.check(**a),
-    ),
-    "press": Tool(
-        "Press a key (Enter, Tab, Control+A...) on an element, or where the focus is.",
-        _obj({"key": {"type": "string"}, **_TARGET_PROPS}, ("key",)),
-        lambda t, a: t.press(**a),
-    ),
-    "scroll": Tool(
-        "Scroll the page up or down by `amount` pixels, or bring an element into view.",
-        _obj(
-            {
-                "direction": {"type": "string", "enum": ["down", "up"]},
-                "amount": {"type": "integer", "minimum": 0},
-                **_TARGET_PROPS,
-            }
-        ),
-        lambda t, a: t.scroll(**a),
-    ),
-    "wait": Tool(
-        "Wait a few seconds, or until a text or selector is visible (at most 10 s).",
-        _obj(
-            {
-                "seconds": {"type": "number"},
-                "text": {"type": "string"},
-                "selector": {"type": "string"},
-            }
-        ),
-        lambda t, a: t.wait(**a),
-    ),
-    "extract_text": Tool(
-        "The visible text of an element." + _TARGET_NOTE,
-        _obj(_TARGET_PROPS),
-        lambda t, a: t.extract_text(**a),
-    ),
-    "get_metadata": Tool(
-        "The page's metadata: title, meta tags (OpenGraph...), JSON-LD, canonical URL, lang.",
-        _obj(),
-        lambda t, a: t.get_metadata(),
-    ),
-    "links": Tool(
-        "The page's links (text and URL); with `text`, only links with exactly that text.",
-        _obj({"text": {"type": "string"}}),
-        lambda t, a: t.links(**a),
-    ),
-    "read_page": Tool(
-        "A structured reading of the page: headline, authors, times, listing of teasers, "
-        "live-blog updates, corrections, fact box, page kind.",
-        _obj(),
-        lambda t, a: t.read_page(),
-    ),
-    "accessibility_snapshot": Tool(
-        "The page's accessibility tree as YAML (roles, names, states).",
-        _obj(),
-        lambda t, a: t.accessibility_snapshot(),
-    ),
-    "screenshot": Tool(
-        "Take a screenshot (this model is told its size only).",
-        _obj({"full_page": {"type": "boolean"}}),
-        _screenshot,
-    ),
-    "tabs": Tool("The open tabs.", _obj(), lambda t, a: t.tabs()),
-    "open_tab": Tool(
-        "Open a new tab (optionally at a URL) and make it active.",
-        _obj({"url": {"type": "string"}}),
-        lambda t, a: t.open_tab(**a),
-    ),
-    "switch_tab": Tool(
-        "Make the tab at `index` active.",
-        _obj({"index": {"type": "integer"}}, ("index",)),
-        lambda t, a: t.switch_tab(**a),
-    ),
-    "close_tab": Tool(
-        "Close a tab (the active one by default).",
-        _obj({"index": {"type": "integer"}}),
-        lambda t, a: t.close_tab(**a),
-    ),
-    "answer": Tool(
-        "Submit your answer as a JSON object; you may answer again if you learn better.",
-        _obj(
-            {
-                "value": {"type": "object", "description": "the answer, as named fields"},
-                "claims_success": {
-                    "type": "boolean",
-                    "description": "true if you believe the answer is right and complete",
-                },
-            },
-            ("value",),
-        ),
-        _answer,
-    ),
-    "finish": Tool("Stop working on the task (after answering).", _obj(), _finish),
+# What this text-only model is told and given differently from the tool API (every tool is
+# offered): the screenshot by its size only. And `finish`, which is no tool of the API.
+TEXT_ONLY: dict[str, tuple[str, Call]] = {
+    "screenshot": ("This model is told its size only.", _screenshot),
 }
+FINISH = Tool(
+    "Stop working on the task (after answering).", {"type": "object", "properties": {}}, _finish
+)
 
 
-def tool_specs() -> list[dict]:
+def _tools() -> dict[str, Tool]:
+    tools = {}
+    for name, spec in tool_specs().items():
+        note, call = TEXT_ONLY.get(name, ("", _method(name)))
+        tools[name] = Tool(f"{spec.description} {note}".strip(), spec.parameters, call)
+    return {**tools, "finish": FINISH}
+
+
+TOOLS: dict[str, Tool] = _tools()
+
+
+def chat_tools() -> list[dict]:
     """The `tools` array of a Chat Completions request."""
     return [
         {
@@ -242,11 +123,10 @@ def tool_specs() -> list[dict]:
 
 # -- helpers -----------------------------------------------------------------------------------
 def _truncate(text: str, limit: int) -> str:
-    raw = text.encode("utf-8")
-    if len(raw) <= limit:
+    cut, truncated = truncate_utf8(text, limit)
+    if not truncated:
         return text
-    cut = raw[:limit].decode("utf-8", errors="ignore")
-    return f"{cut}\n...[truncated: {len(raw) - limit} more bytes]"
+    return f"{cut}\n...[truncated: {len(text.encode('utf-8')) - limit} more bytes]"
 
 
 def redact(text: str, secret: str | None) -> str:
@@ -452,7 +332,7 @@ class OpenAIToolsAgent:
         payload = {
             "model": self.manifest.model,
             "messages": messages,
-            "tools": tool_specs(),
+            "tools": chat_tools(),
             "tool_choice": "auto",
             "temperature": self.endpoint.temperature,
         }

@@ -44,7 +44,8 @@ def _utc(stamp: dict | None) -> str | None:
     return (stamp or {}).get("utc")
 
 
-def _itemlist_first_url(nodes: list) -> str | None:
+def first_listed_url(nodes: list) -> str | None:
+    """The URL of the first item of an ItemList among JSON-LD nodes: a front page's lead."""
     for node in nodes:
         if not isinstance(node, dict) or "ItemList" not in str(node.get("@type")):
             continue
@@ -90,7 +91,7 @@ class ReferenceAgent:
         states them. Metadata first (a front-page ItemList names the lead whatever the markup
         looks like), then the first teaser under main."""
         home = await tools.get_metadata()
-        url = _itemlist_first_url(home["jsonld"])
+        url = first_listed_url(home["jsonld"])
         if url is None:
             listing = (await tools.read_page()).get("listing") or []
             url = listing[0]["url"] if listing else None

@@ -1,62 +1,36 @@
-"""Model-backed adapters end to end: real Chromium, the real newsroom, the real runner and
+"""The openai-tools adapter end to end: real Chromium, the real newsroom, the real runner and
 scoring; the only stand-in is the model endpoint, a test double for a hosted model
 (tests/support/openai_double.py) that answers from scripts reading what the adapter sent it."""
 
 from __future__ import annotations
 
 import asyncio
-import copy
-import inspect
 import json
-import os
-import re
-import socket
-import tempfile
-import time
-import zipfile
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from playwright.async_api import async_playwright
 
-from newsbench_dagster.core.agents.adapters.openai_tools import TOOLS, ModelEndpointError
+from newsbench_dagster.core.agents.adapters.openai_tools import TOOLS
 from newsbench_dagster.core.agents.protocol import (
     AgentManifest,
     AgentTask,
     build_agent,
     load_manifest,
 )
-from newsbench_dagster.core.agents.tools import BrowserTools
 from newsbench_dagster.core.artifacts import LocalArtifactStore
-from newsbench_dagster.core.harness import runner as runner_module
-from newsbench_dagster.core.harness.observe import observe
-from newsbench_dagster.core.harness.runner import Runner, RunSettings, run_tasks
+from newsbench_dagster.core.errors import ModelEndpointError
+from newsbench_dagster.core.harness.runner import Runner, run_tasks
+from newsbench_dagster.core.harness.settings import RunSettings
 from newsbench_dagster.core.scoring.score import score_run
-from tests.support.openai_double import HttpError, OpenAIDouble, calls, reply, text_of, tool_call
+from tests.support.model_adapters import (
+    FAKE_KEY,
+    KEY_ENV,
+    NoBrowserTools,
+    assert_no_key_in_files,
+    free_port,
+)
+from tests.support.openai_double import HttpError, OpenAIDouble, calls, reply, tool_call
 from tests.support.paths import REPO
-
-FAKE_KEY = "sk-nbtest-FAKE-KEY-0b5e7c1d9a"  # recognisable, so a leak anywhere is found
-KEY_ENV = "NEWSBENCH_TEST_MODEL_KEY"
-
-
-# -- tasks and the harness ----------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def harbor(harbor_today):
-    """Today's harbor tasks (lead story, one article's metadata) and robots rules."""
-    day, tasks, robots = harbor_today
-    tasks = copy.deepcopy(tasks)
-    for t in tasks:
-        t["constraints"]["max_seconds"] = 30
-        t["constraints"]["max_steps"] = 8
-    assert {t["intent"] for t in tasks} == {"find_top_headline", "extract_article_metadata"}
-    return day, tasks, robots
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 # -- scripts: a "model" that reads what the loop sent back ----------------------------------------
@@ -145,7 +119,7 @@ def openai_batch(harbor, browser_options, tmp_path_factory):
                 build_agent(
                     _manifest(
                         "nowhere",
-                        f"http://127.0.0.1:{_free_port()}/v1",
+                        f"http://127.0.0.1:{free_port()}/v1",
                         retries=1,
                         retry_backoff_s=0.05,
                     )
@@ -169,18 +143,6 @@ def _runs(batch, agent: str) -> list[tuple[dict, dict]]:
     out = [(r, scored[r["run_id"]]) for r in rows if r["agent_name"] == agent]
     assert len(out) == 2, [r["error"] for r in rows]
     return out
-
-
-def _assert_no_key_in_files(root: Path) -> None:
-    """No file under `root` holds the key, inside zips (traces) included."""
-    files = [p for p in root.rglob("*") if p.is_file()]
-    assert files  # the run did write artifacts
-    for path in files:
-        blobs = [path.read_bytes()]
-        if zipfile.is_zipfile(path):
-            with zipfile.ZipFile(path) as z:
-                blobs += [z.read(n) for n in z.namelist()]
-        assert not any(FAKE_KEY.encode() in b for b in blobs), path
 
 
 def _conversation(model: OpenAIDouble, agent: str, entry_url: str):
@@ -264,7 +226,7 @@ def test_the_key_goes_to_the_endpoint_and_nowhere_else(openai_batch):
     auth = {r.headers.get("authorization") for r in model.completions + refusing.completions}
     assert auth == {f"Bearer {FAKE_KEY}"}
     assert FAKE_KEY not in json.dumps(rows, default=str)
-    _assert_no_key_in_files(Path(store_dir))
+    assert_no_key_in_files(Path(store_dir))
     # What the model saw never contained the key either.
     assert FAKE_KEY not in json.dumps([r.body for r in model.completions])
 
@@ -292,21 +254,11 @@ def test_openai_tools_retries_a_flaky_endpoint(harbor, monkeypatch):
     script = [HttpError(503, "overloaded"), reply("I cannot help with that.")]
     with OpenAIDouble(script) as model:
         agent = build_agent(_manifest("flaky", model.base_url, retry_backoff_s=0.01))
-        tools = _NoBrowserTools()
+        tools = NoBrowserTools()
         asyncio.run(agent.run(AgentTask.from_task(task), tools))  # type: ignore[arg-type]
     assert [r.path for r in model.completions] == ["/v1/chat/completions"] * 2
     assert tools.tokens == 120  # the double's default usage, counted once (the 503 has none)
     assert agent.run_outputs(tools)["model_loop"]["turns"] == 1
-
-
-class _NoBrowserTools:
-    """Enough of BrowserTools for a run whose model never calls a tool."""
-
-    def __init__(self) -> None:
-        self.tokens = 0
-
-    def use_tokens(self, n: int) -> None:
-        self.tokens += n
 
 
 def test_a_missing_key_is_an_environment_problem_named_by_its_variable(monkeypatch, harbor):
@@ -314,7 +266,7 @@ def test_a_missing_key_is_an_environment_problem_named_by_its_variable(monkeypat
     monkeypatch.delenv(KEY_ENV, raising=False)
     agent = build_agent(_manifest("nokey", "http://127.0.0.1:9/v1"))
     with pytest.raises(ModelEndpointError, match=KEY_ENV) as e:
-        asyncio.run(agent.run(AgentTask.from_task(tasks[0]), _NoBrowserTools()))  # type: ignore[arg-type]
+        asyncio.run(agent.run(AgentTask.from_task(tasks[0]), NoBrowserTools()))  # type: ignore[arg-type]
     assert e.value.environmental
 
 
@@ -325,190 +277,3 @@ def test_example_manifests_are_valid_candidates():
         assert m.params["base_url"].startswith("http")
         agent = build_agent(m)  # builds without a key: the key is read when a run starts
         assert "api_key" not in json.dumps(agent.describe()).replace("api_key_env", "")
-
-
-# -- browser-use --------------------------------------------------------------------------------
-# Browser Use's model reads the lead from the page's JSON-LD with its `evaluate` action, then
-# reports it with `done`; the script finds the evaluate result in what Browser Use sent back.
-LEAD_JS = (
-    "(function(){try{for(const s of document.querySelectorAll("
-    "'script[type=\"application/ld+json\"]')){const d=JSON.parse(s.textContent);"
-    "const nodes=Array.isArray(d)?d:(d['@graph']||[d]);for(const n of nodes){"
-    "if(String(n['@type']).includes('ItemList')){const f=n.itemListElement[0];"
-    "const it=f.item||{};return 'NBLEAD'+JSON.stringify({headline:f.name||it.name,"
-    "url:f.url||it.url})+'NBEND';}}}return 'no list'}catch(e){return 'Error: '+e.message}})()"
-)
-
-
-def browser_use_model(request: dict) -> dict:
-    assert request["response_format"]["type"] == "json_schema"  # Browser Use's structured step
-    found = re.search(r"NBLEAD(\{.*?\})NBEND", text_of(request["messages"]))
-    brain = {"evaluation_previous_goal": "ok", "memory": "", "next_goal": "read the lead"}
-    if found is None:
-        action = {"evaluate": {"code": LEAD_JS}}
-    else:
-        action = {"done": {"text": found.group(1), "success": True}}
-    return reply(json.dumps({**brain, "action": [action]}), usage={"prompt_tokens": 500})
-
-
-def _bu_manifest(base_url: str, **params) -> AgentManifest:
-    return AgentManifest(
-        name="bu",
-        version="t",
-        adapter="browser_use",
-        model="double-bu",
-        params={
-            "base_url": base_url,
-            "api_key_env": KEY_ENV,
-            "retries": 0,
-            "timeout_s": 20,
-            **params,
-        },
-    )
-
-
-async def _run_on_own_chromium(browser_options, task, manifest, profile_dir) -> dict:
-    """The runner's part played by hand: Chromium launched with a CDP port, the entry page
-    loaded and observed, the agent run, the page observed again before anything closes."""
-    port = _free_port()
-    kwargs = browser_options.launch_kwargs()
-    kwargs["args"] = [*kwargs["args"], f"--remote-debugging-port={port}"]
-    async with async_playwright() as pw:
-        context = await pw.chromium.launch_persistent_context(
-            str(profile_dir), **kwargs, **browser_options.context_kwargs()
-        )
-        try:
-            page = context.pages[0] if context.pages else await context.new_page()
-            await page.goto(task["entry_url"], wait_until="domcontentloaded")
-            entry = await observe(page)
-            constraints = task["constraints"]
-            tools = BrowserTools(
-                page, max_steps=constraints["max_steps"], max_tokens=constraints["max_tokens"]
-            )
-            tools.cdp_url = f"http://127.0.0.1:{port}"
-            agent = build_agent(manifest)
-            size = "[innerWidth, innerHeight, devicePixelRatio]"
-            before = await page.evaluate(size)
-            started = datetime.now(UTC)
-            await asyncio.wait_for(agent.run(AgentTask.from_task(task), tools), 60)
-            still_open = not page.is_closed() and await page.evaluate(size) == before
-            final = await observe(page)
-        finally:
-            await context.close()
-    answers = tools.trajectory.answers
-    row = {
-        "run_id": "r-standalone",
-        "task_id": task["id"],
-        "intent": task["intent"],
-        "run_status": "answered" if answers else "no_answer",
-        "answer": answers[-1].value if answers else None,
-        "answers": [
-            {"value": a.value, "seconds": a.seconds, "claims_success": a.claims_success}
-            for a in answers
-        ],
-        "answer_seconds": answers[-1].seconds if answers else None,
-        "self_reported_success": answers[-1].claims_success if answers else None,
-        "observation": {"entry": entry, "final": final, "probes": []},
-        "started_at": started,
-        "steps": tools.steps,
-        "tokens": tools.trajectory.tokens,
-        "requests": 1,
-        "safety_events": [],
-        "trajectory": tools.trajectory.steps,
-    }
-    return {"row": row, "still_open": still_open, "describe": agent.describe()}
-
-
-def test_browser_use_over_cdp_answers_from_the_page_the_harness_keeps(
-    harbor, browser_options, tmp_path, monkeypatch
-):
-    """Standalone (our own CDP-launched Chromium) until the runner hands out cdp_url."""
-    _, tasks, _ = harbor
-    task = next(t for t in tasks if t["intent"] == "find_top_headline")
-    monkeypatch.setenv(KEY_ENV, FAKE_KEY)
-    monkeypatch.delenv("ANONYMIZED_TELEMETRY", raising=False)
-    before = time.time() - 1
-    with OpenAIDouble(browser_use_model) as model:
-        out = asyncio.run(
-            _run_on_own_chromium(browser_options, task, _bu_manifest(model.base_url), tmp_path)
-        )
-    assert not model.errors, model.errors
-    row = out["row"]
-    score = score_run(row, task)
-    assert score["success"], (row["answer"], score["checker"])
-    assert row["self_reported_success"] is True
-    # Browser Use let go of the page without closing it or changing its viewport.
-    assert out["still_open"]
-    # Two model calls (evaluate, done): no judge call after done.
-    assert len(model.completions) == 2
-    assert {r.headers.get("authorization") for r in model.completions} == {f"Bearer {FAKE_KEY}"}
-    assert row["tokens"] == model.tokens_sent == 2 * (500 + 20)
-    assert [s["tool"] for s in row["trajectory"]] == ["bu.evaluate", "answer"]
-    assert FAKE_KEY not in json.dumps(row, default=str)
-    d = out["describe"]
-    assert d["use_judge"] is False and d["use_vision"] is False and d["telemetry"] is False
-    assert d["browser_use_version"].startswith("0.13.")
-    assert "ANONYMIZED_TELEMETRY" not in os.environ  # set only while Browser Use was built
-    # Its scratch files (storage state, step screenshots) went with the run.
-    assert not [p for p in Path(tempfile.gettempdir()).iterdir() if _bu_scratch(p, before)]
-
-
-def _bu_scratch(path: Path, since: float) -> bool:
-    names = ("newsbench-bu-", "browser_use_agent_", "browser-use-user-data-dir-")
-    return path.name.startswith(names) and path.stat().st_mtime >= since
-
-
-def test_browser_use_without_cdp_url_fails_clearly(harbor, monkeypatch):
-    _, tasks, _ = harbor
-    monkeypatch.setenv(KEY_ENV, FAKE_KEY)
-    agent = build_agent(_bu_manifest("http://127.0.0.1:9/v1"))
-    assert getattr(agent, "needs_cdp", False) is True
-    tools = _NoBrowserTools()
-    tools.cdp_url = None  # type: ignore[attr-defined]
-    with pytest.raises(RuntimeError, match="needs tools.cdp_url"):
-        asyncio.run(agent.run(AgentTask.from_task(tasks[0]), tools))  # type: ignore[arg-type]
-
-
-@pytest.mark.skipif(
-    "needs_cdp" not in inspect.getsource(runner_module),
-    reason="the runner does not hand adapters a cdp_url (needs_cdp support) in this checkout",
-)
-def test_browser_use_through_the_runner(harbor, browser_options, tmp_path, monkeypatch):
-    """Written against the runner's coming CDP support: the runner launches the run's
-    Chromium, gives the adapter tools.cdp_url, and scores the page it kept."""
-    day, tasks, robots = harbor
-    task = next(t for t in tasks if t["intent"] == "find_top_headline")
-    monkeypatch.setenv(KEY_ENV, FAKE_KEY)
-    with OpenAIDouble(browser_use_model) as model:
-        runner = Runner(
-            [build_agent(_bu_manifest(model.base_url))],
-            options=browser_options,
-            robots=robots,
-            store=LocalArtifactStore(tmp_path),
-            settings=RunSettings(during_every_s=30),
-        )
-        (row,) = run_tasks([task], day, runner)
-    score = score_run(row, task)
-    assert row["run_status"] == "answered", row["error"]
-    assert score["success"], (row["answer"], score["checker"])
-    assert row["observation"]["final"]["url"]  # observed after Browser Use let go
-    assert row["tokens"] == model.tokens_sent
-    assert FAKE_KEY not in json.dumps(row, default=str)
-    assert "bu.evaluate" in [s["tool"] for s in row["trajectory"]]
-    settings = row["environment"]["agent_settings"]
-    assert settings["use_judge"] is False and settings["use_vision"] is False
-    assert settings["browser_use_version"].startswith("0.13.")
-    assert row["adapter"]["browser_use"]["max_steps"] == task["constraints"]["max_steps"]
-    _assert_no_key_in_files(tmp_path)
-
-
-def test_browser_use_with_an_unreachable_model_raises_an_environment_error(
-    harbor, browser_options, tmp_path, monkeypatch
-):
-    _, tasks, _ = harbor
-    task = next(t for t in tasks if t["intent"] == "find_top_headline")
-    monkeypatch.setenv(KEY_ENV, FAKE_KEY)
-    manifest = _bu_manifest(f"http://127.0.0.1:{_free_port()}/v1", max_failures=1)
-    with pytest.raises(ModelEndpointError, match="failed: ModelProviderError") as e:
-        asyncio.run(_run_on_own_chromium(browser_options, task, manifest, tmp_path))
-    assert e.value.environmental and FAKE_KEY not in str(e.value)
