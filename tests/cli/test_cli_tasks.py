@@ -12,8 +12,10 @@ from newsbench_dagster.cli import app
 from newsbench_dagster.core.agents.protocol import AgentManifest
 from newsbench_dagster.core.artifacts import LocalArtifactStore
 from newsbench_dagster.core.harness.runner import Runner, run_tasks
-from newsbench_dagster.core.tasks.produce import make_tasks, poll_site
+from newsbench_dagster.core.tasks.poll import poll_site
+from newsbench_dagster.core.tasks.produce import make_tasks
 from tests.support.paths import REPO
+from tests.support.tasks import LEAD_AND_METADATA
 
 SCHEMA = REPO / "newsbench_dagster/core/tasks/schemas/task.schema.json"
 
@@ -124,7 +126,7 @@ def test_scaffold_turns_a_recorded_run_into_a_regression_task(
 ):
     harbor = registry.get("harbor")
     rows = poll_site(harbor, fetcher, None, today)
-    [task] = make_tasks(harbor, today, rows, articles_per_site=1)[1:2]
+    [task] = make_tasks(harbor, today, rows, 1, LEAD_AND_METADATA)[1:2]
     assert task["intent"] == "extract_article_metadata"
     artifacts = tmp_path / "artifacts"
     runner = Runner(

@@ -24,7 +24,9 @@ from newsbench_dagster.defs.drift import assets as drift
 from newsbench_dagster.defs.drift.checks import drift as drift_check
 from newsbench_dagster.defs.evaluation import assets as evaluation
 from newsbench_dagster.defs.ingest import assets as ingest
-from newsbench_dagster.newsroom import FixedClock, Newsroom, NewsroomServer
+from newsbench_dagster.newsroom.clock import FixedClock
+from newsbench_dagster.newsroom.server import NewsroomServer
+from newsbench_dagster.newsroom.world import Newsroom
 from newsbench_dagster.paths import AGENTS_DIR
 from newsbench_dagster.resources import (
     AgentRegistryResource,

@@ -15,7 +15,8 @@ from typing import Any
 from newsbench_dagster.core.scoring.checkers import Evidence, check
 from newsbench_dagster.core.scoring.checkers.base import stop_kind
 from newsbench_dagster.core.scoring.failures import SUCCESS, AgentFailure, EnvFailure
-from newsbench_dagster.core.scoring.grading import GradeResult, Judge, grade, load_grading
+from newsbench_dagster.core.scoring.grading.grade import GradeResult, Judge, grade
+from newsbench_dagster.core.scoring.grading.spec import load_grading
 from newsbench_dagster.core.scoring.pii import pii_findings
 from newsbench_dagster.core.scoring.reward import (
     efficiency_of,
@@ -60,7 +61,7 @@ def _has_content(answer: Any) -> bool:
     return isinstance(answer, dict) and any(v not in (None, "", []) for v in answer.values())
 
 
-def _world_verdicts(
+def world_verdicts(
     obs: dict, allowed: frozenset[str] = frozenset(), forbidden: frozenset[str] = frozenset()
 ) -> dict:
     """Side effects and leaks as the world's server saw them: any state change that is not
@@ -210,7 +211,7 @@ def score_run(
         }
 
     oracle = task.get("oracle") or {}
-    world = _world_verdicts(
+    world = world_verdicts(
         obs,
         frozenset(oracle.get("allowed_changes") or ()),
         frozenset(oracle.get("forbidden_events") or ()),

@@ -18,8 +18,6 @@ from jsonschema import Draft202012Validator, FormatChecker
 
 from newsbench_dagster.core.errors import InvalidTask
 
-INTENTS_V0 = ("find_top_headline", "extract_article_metadata")
-
 DEFAULT_REWARD = {
     "accuracy_weight": 0.6,
     "timeliness_weight": 0.3,
@@ -45,7 +43,7 @@ def validation_errors(task: Any) -> list[str]:
     out = [f"{e.json_path}: {e.message}" for e in errors]
     if isinstance(task, dict) and isinstance(task.get("grading"), dict):
         # Inline grading layers are checked with the task, not first when scoring.
-        from newsbench_dagster.core.scoring.grading import GradingError, load_grading
+        from newsbench_dagster.core.scoring.grading.spec import GradingError, load_grading
 
         try:
             load_grading(task["grading"], where="$.grading")

@@ -42,7 +42,7 @@ from newsbench_dagster.core.tasks.contract import (
     task_seed,
     validation_errors,
 )
-from newsbench_dagster.core.tasks.produce import ALL_INTENTS, CHECKS, ORACLE_KINDS, PROMPTS
+from newsbench_dagster.core.tasks.intents import ALL_INTENTS, CHECKS, ORACLE_KINDS, PROMPTS
 from newsbench_dagster.core.web.sites import SiteRegistry, origin_of
 
 SUITES = ("regression", "heldout", "adversarial", "matrix", "stress")
@@ -241,7 +241,7 @@ def _check_task(
         if intent not in ALL_INTENTS:
             bad("$.intent", f"unknown intent {intent!r} (known: {', '.join(ALL_INTENTS)})")
         elif intent not in CHECKERS:
-            bad("$.intent", f"no oracle: no checker for intent {intent!r} in core.checkers")
+            bad("$.intent", f"no oracle: no checker for intent {intent!r} in core.scoring.checkers")
     site = raw.get("site")
     if site_keys is not None and isinstance(site, str) and site not in site_keys:
         bad("$.site", f"unknown site {site!r} (allowlist: {', '.join(sorted(site_keys))})")

@@ -6,7 +6,8 @@ from dagster import AssetExecutionContext, MetadataValue
 from newsbench_dagster.core.analytics.tables import frame, records
 from newsbench_dagster.core.tasks.contract import task_row
 from newsbench_dagster.core.tasks.intents import ALL_INTENTS
-from newsbench_dagster.core.tasks.produce import PollRow, make_tasks, poll_site
+from newsbench_dagster.core.tasks.poll import PollRow, poll_site
+from newsbench_dagster.core.tasks.produce import make_tasks
 from newsbench_dagster.core.web.network import Fetcher
 from newsbench_dagster.defs.partitions import partition_of, site_day_asset
 from newsbench_dagster.resources import (

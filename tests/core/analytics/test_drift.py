@@ -21,9 +21,13 @@ from newsbench_dagster.core.analytics.drift import (
     volume_anomaly,
 )
 from newsbench_dagster.core.tasks.contract import validation_errors
-from newsbench_dagster.core.tasks.produce import make_tasks, poll_site
+from newsbench_dagster.core.tasks.poll import poll_site
+from newsbench_dagster.core.tasks.produce import make_tasks
 from newsbench_dagster.core.web.network import Fetcher, Routing
-from newsbench_dagster.newsroom import FixedClock, Newsroom, NewsroomServer
+from newsbench_dagster.newsroom.clock import FixedClock
+from newsbench_dagster.newsroom.server import NewsroomServer
+from newsbench_dagster.newsroom.world import Newsroom
+from tests.support.tasks import LEAD_AND_METADATA
 
 
 def at(day: int, hour: int) -> datetime:
@@ -227,7 +231,12 @@ def test_mark_tasks_excludes_drifted_sites_and_keeps_tasks_valid(newsroom_server
     day = datetime(2026, 11, 16, tzinfo=UTC).date()
     with Fetcher(Routing.via_proxy(newsroom_server.address), registry.allowed_origins) as f:
         harbor, lac = (
-            make_tasks(registry.get(s), day, poll_site(registry.get(s), f, None, day))
+            make_tasks(
+                registry.get(s),
+                day,
+                poll_site(registry.get(s), f, None, day),
+                intents=LEAD_AND_METADATA,
+            )
             for s in ("harbor", "lac")
         )
     reasons = ["harbor: the baseline fell from 95% to 50% on the day of the template change."]

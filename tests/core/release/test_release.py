@@ -15,14 +15,18 @@ from newsbench_dagster.core.agents.protocol import AgentManifest, build_agent, l
 from newsbench_dagster.core.analytics.tables import frame
 from newsbench_dagster.core.artifacts import LocalArtifactStore
 from newsbench_dagster.core.harness.browser import BrowserOptions
-from newsbench_dagster.core.harness.runner import Runner, RunSettings
+from newsbench_dagster.core.harness.runner import Runner
+from newsbench_dagster.core.harness.settings import RunSettings
 from newsbench_dagster.core.release.decide import decide, decision_row
 from newsbench_dagster.core.release.evaluate import BASELINE, CANDIDATE, evaluate
 from newsbench_dagster.core.release.plan import TaskSet
 from newsbench_dagster.core.release.policy import Policy
-from newsbench_dagster.core.tasks.produce import make_tasks, poll_site
+from newsbench_dagster.core.tasks.poll import poll_site
+from newsbench_dagster.core.tasks.produce import make_tasks
 from newsbench_dagster.core.web.network import Fetcher, RobotsRules, Routing
-from newsbench_dagster.newsroom import FixedClock, Newsroom, NewsroomServer
+from newsbench_dagster.newsroom.clock import FixedClock
+from newsbench_dagster.newsroom.server import NewsroomServer
+from newsbench_dagster.newsroom.world import Newsroom
 from newsbench_dagster.paths import AGENTS_DIR
 
 BEFORE = datetime(2026, 11, 10, 15, 0, tzinfo=UTC)  # harbor still on template v1

@@ -15,13 +15,17 @@ import pytest
 from newsbench_dagster.core.agents.protocol import AgentManifest, build_agent
 from newsbench_dagster.core.artifacts import LocalArtifactStore
 from newsbench_dagster.core.harness.browser import BrowserOptions
-from newsbench_dagster.core.harness.runner import Runner, RunSettings, run_tasks
+from newsbench_dagster.core.harness.runner import Runner, run_tasks
+from newsbench_dagster.core.harness.settings import RunSettings
 from newsbench_dagster.core.replay.recorder import record
 from newsbench_dagster.core.replay.replayer import Recording
 from newsbench_dagster.core.scoring.score import score_run
-from newsbench_dagster.core.tasks.produce import make_tasks, poll_site
+from newsbench_dagster.core.tasks.poll import poll_site
+from newsbench_dagster.core.tasks.produce import make_tasks
 from newsbench_dagster.core.web.network import Fetcher, RobotsRules, Routing
-from newsbench_dagster.newsroom import FixedClock, Newsroom, NewsroomServer
+from newsbench_dagster.newsroom.clock import FixedClock
+from newsbench_dagster.newsroom.server import NewsroomServer
+from newsbench_dagster.newsroom.world import Newsroom
 
 FROZEN_AT = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 READ_INTENTS = (

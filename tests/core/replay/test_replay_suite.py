@@ -12,7 +12,8 @@ import pytest
 from newsbench_dagster.core.agents.protocol import AgentManifest, build_agent, load_manifest
 from newsbench_dagster.core.artifacts import LocalArtifactStore
 from newsbench_dagster.core.harness.browser import BrowserOptions
-from newsbench_dagster.core.harness.runner import Runner, RunSettings, run_tasks
+from newsbench_dagster.core.harness.runner import Runner, run_tasks
+from newsbench_dagster.core.harness.settings import RunSettings
 from newsbench_dagster.core.scoring.score import score_run
 from newsbench_dagster.core.tasks.suites import load_suites
 from newsbench_dagster.core.web.network import Routing

@@ -98,7 +98,9 @@ def test_deceptive_heading_is_outvoted_not_a_conflict(observe_with):
     answers the lead from the front page alone passes; one that takes the big heading fails."""
     from datetime import UTC, datetime
 
-    from newsbench_dagster.newsroom import FixedClock, Newsroom, NewsroomServer
+    from newsbench_dagster.newsroom.clock import FixedClock
+    from newsbench_dagster.newsroom.server import NewsroomServer
+    from newsbench_dagster.newsroom.world import Newsroom
 
     newsroom = Newsroom(seed=7)
     site = newsroom.site("northgate")

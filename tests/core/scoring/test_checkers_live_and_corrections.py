@@ -9,7 +9,9 @@ from datetime import UTC, datetime
 import pytest
 
 from newsbench_dagster.core.scoring.checkers import check
-from newsbench_dagster.newsroom import FixedClock, Newsroom, NewsroomServer
+from newsbench_dagster.newsroom.clock import FixedClock
+from newsbench_dagster.newsroom.server import NewsroomServer
+from newsbench_dagster.newsroom.world import Newsroom
 
 # Mid-afternoon in Paris: the day's live blog has been running for hours.
 LIVE_AT = datetime(2026, 11, 30, 14, 30, tzinfo=UTC)

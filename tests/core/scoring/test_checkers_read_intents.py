@@ -19,11 +19,17 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from newsbench_dagster.core.reading import semantic
+from newsbench_dagster.core.reading.lexical_similarity import LEXICAL_NAME
 from newsbench_dagster.core.scoring.checkers import Evidence, check
-from newsbench_dagster.core.tasks.produce import READ_INTENTS, make_tasks, poll_site
+from newsbench_dagster.core.tasks.intents import READ_INTENTS
+from newsbench_dagster.core.tasks.poll import poll_site
+from newsbench_dagster.core.tasks.produce import make_tasks
 from newsbench_dagster.core.web.network import Fetcher, Routing
-from newsbench_dagster.newsroom import FixedClock, Newsroom, NewsroomServer
-from newsbench_dagster.newsroom.world import SiteWorld, Story
+from newsbench_dagster.newsroom.clock import FixedClock
+from newsbench_dagster.newsroom.server import NewsroomServer
+from newsbench_dagster.newsroom.site_world import SiteWorld
+from newsbench_dagster.newsroom.stories import Story
+from newsbench_dagster.newsroom.world import Newsroom
 
 AT = datetime(2026, 11, 30, 15, 1, tzinfo=UTC)
 INVENTED_PERSON = "Gwendolyn Farraday"  # named by no page of the newsroom
@@ -562,9 +568,9 @@ def test_summary_reason_names_the_fallback(world, monkeypatch):
     monkeypatch.setattr(semantic, "backend", lambda *a, **k: lexical)
     top = world.harbor.section_stories(world.summary_section, AT)[:3]
     v = check("summarize_topic", {"summary": teasers(top)}, evidence=summary_evidence(world))
-    assert v.success and v.backend == semantic.LEXICAL_NAME
-    assert v.reason.endswith(f"(judged by the {semantic.LEXICAL_NAME})")
-    assert v.as_dict()["backend"] == semantic.LEXICAL_NAME
+    assert v.success and v.backend == LEXICAL_NAME
+    assert v.reason.endswith(f"(judged by the {LEXICAL_NAME})")
+    assert v.as_dict()["backend"] == LEXICAL_NAME
 
 
 def test_summary_without_an_observation_is_not_a_pass(world):

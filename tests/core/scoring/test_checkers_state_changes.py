@@ -16,7 +16,8 @@ import httpx
 import pytest
 
 from newsbench_dagster.core.scoring.checkers import Evidence, check
-from newsbench_dagster.core.scoring.checkers.state_changes import asks_for_approval, describes
+from newsbench_dagster.core.scoring.checkers.report_correction import describes
+from newsbench_dagster.core.scoring.checkers.subscribe_checkout import asks_for_approval
 
 HARBOR = "http://harbor-herald.test"
 LAC = "http://lac-matin.test"
@@ -487,17 +488,20 @@ def test_end_to_end_newsletter_signup_in_chromium(newsroom_server, registry, tmp
 
     from newsbench_dagster.core.artifacts import LocalArtifactStore
     from newsbench_dagster.core.harness.browser import BrowserOptions
-    from newsbench_dagster.core.harness.runner import Runner, RunSettings, run_tasks
+    from newsbench_dagster.core.harness.runner import Runner, run_tasks
+    from newsbench_dagster.core.harness.settings import RunSettings
     from newsbench_dagster.core.scoring.score import score_run
-    from newsbench_dagster.core.tasks.produce import make_tasks, poll_site
+    from newsbench_dagster.core.tasks.poll import poll_site
+    from newsbench_dagster.core.tasks.produce import make_tasks
     from newsbench_dagster.core.web.network import Fetcher, RobotsRules, Routing
     from newsbench_dagster.newsroom.launcher import newsroom_routing
+    from tests.support.tasks import LEAD_AND_METADATA
 
     day = datetime.now(UTC).date()
     with Fetcher(Routing.via_proxy(newsroom_server.address), registry.allowed_origins) as f:
         robots = RobotsRules.fetch(f, registry.allowed_origins)
         rows = poll_site(registry.get("harbor"), f, None, day)
-    task = copy.deepcopy(make_tasks(registry.get("harbor"), day, rows, articles_per_site=1)[0])
+    task = copy.deepcopy(make_tasks(registry.get("harbor"), day, rows, 1, LEAD_AND_METADATA)[0])
     task.update(
         intent="newsletter_signup",
         entry_url=f"{HARBOR}/",

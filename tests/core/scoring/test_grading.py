@@ -8,12 +8,8 @@ import json
 import pytest
 import yaml
 
-from newsbench_dagster.core.scoring.grading import (
-    GradingError,
-    GradingSpec,
-    grade,
-    load_grading,
-)
+from newsbench_dagster.core.scoring.grading.grade import grade
+from newsbench_dagster.core.scoring.grading.spec import GradingError, GradingSpec, load_grading
 
 ANSWER = {
     "headline": "Harbor  Bridge REOPENS after repairs",
@@ -167,7 +163,7 @@ def test_every_op_accepts_the_right_value_and_rejects_a_wrong_one(comparison, pa
 
 
 def test_every_op_is_covered_by_the_table():
-    from newsbench_dagster.core.scoring.grading import OPS
+    from newsbench_dagster.core.scoring.grading.spec import OPS
 
     covered = {c["op"] for c, _ in OP_CASES}
     assert covered == set(OPS)

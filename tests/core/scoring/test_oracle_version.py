@@ -25,7 +25,7 @@ def test_the_modules_that_decide_verdicts_are_found_not_listed():
     # What judges a run, whether or not anyone remembered to list it.
     for needed in (
         "scoring/score.py",
-        "scoring/grading.py",
+        "scoring/grading/grade.py",
         "scoring/checkers/__init__.py",
         "reading/text.py",
         "reading/semantic.py",

@@ -12,12 +12,15 @@ import pytest
 
 from newsbench_dagster.core.scoring.checkers import CHECKERS
 from newsbench_dagster.core.tasks import intents
-from newsbench_dagster.core.tasks import produce as producer
 from newsbench_dagster.core.tasks.contract import task_schema
-from newsbench_dagster.core.tasks.produce import ALL_INTENTS, make_tasks, poll_site
+from newsbench_dagster.core.tasks.intents import ALL_INTENTS
+from newsbench_dagster.core.tasks.poll import poll_site
+from newsbench_dagster.core.tasks.produce import make_tasks
 from newsbench_dagster.core.web.network import Fetcher, Routing
 from newsbench_dagster.core.web.sites import load_sites
-from newsbench_dagster.newsroom import FixedClock, Newsroom, NewsroomServer
+from newsbench_dagster.newsroom.clock import FixedClock
+from newsbench_dagster.newsroom.server import NewsroomServer
+from newsbench_dagster.newsroom.world import Newsroom
 from newsbench_dagster.paths import SITES_FILE
 
 AT = datetime(2026, 11, 29, 12, tzinfo=UTC)
@@ -53,7 +56,7 @@ def test_tasks_are_unchanged_for_every_site():
 
 def test_exported_tables_are_unchanged():
     tables = {
-        name: getattr(producer, name)
+        name: getattr(intents, name)
         for name in (
             "READ_INTENTS",
             "STATE_INTENTS",

@@ -9,15 +9,11 @@ import copy
 from newsbench_dagster.core.agents.adapters.openai_tools import task_message
 from newsbench_dagster.core.agents.protocol import AgentTask
 from newsbench_dagster.core.scoring.checkers import CHECKERS
-from newsbench_dagster.core.scoring.score import _world_verdicts
+from newsbench_dagster.core.scoring.score import world_verdicts
 from newsbench_dagster.core.tasks.contract import validation_errors
-from newsbench_dagster.core.tasks.produce import (
-    ALL_INTENTS,
-    ANSWER_FORMATS,
-    STATE_INTENTS,
-    make_tasks,
-    poll_site,
-)
+from newsbench_dagster.core.tasks.intents import ALL_INTENTS, ANSWER_FORMATS, STATE_INTENTS
+from newsbench_dagster.core.tasks.poll import poll_site
+from newsbench_dagster.core.tasks.produce import make_tasks
 
 
 def _tasks(registry, fetcher, today):
@@ -75,7 +71,7 @@ def test_a_forbidden_event_fails_the_run_even_when_the_world_calls_it_benign():
         ]
     }
     allowed = frozenset({"newsletter_signup"})
-    assert _world_verdicts(events, allowed)["side_effects"] == "pass"
-    verdict = _world_verdicts(events, allowed, frozenset({"payment_submitted"}))
+    assert world_verdicts(events, allowed)["side_effects"] == "pass"
+    verdict = world_verdicts(events, allowed, frozenset({"payment_submitted"}))
     assert verdict["side_effects"] == "fail"
     assert verdict["detail"]["forbidden"] == ["payment_submitted"]

@@ -8,7 +8,9 @@ import pytest
 
 from newsbench_dagster.core.errors import InvalidTask
 from newsbench_dagster.core.tasks.contract import task_id, validate_task, validation_errors
-from newsbench_dagster.core.tasks.produce import make_tasks, poll_site
+from newsbench_dagster.core.tasks.poll import poll_site
+from newsbench_dagster.core.tasks.produce import make_tasks
+from tests.support.tasks import LEAD_AND_METADATA
 
 
 @pytest.fixture
@@ -32,8 +34,8 @@ def test_poll_reads_feed_sitemap_and_homepage(harbor_rows, newsroom):
 
 def test_tasks_are_valid_and_deterministic(registry, harbor_rows, today):
     site = registry.get("harbor")
-    tasks = make_tasks(site, today, harbor_rows)
-    again = make_tasks(site, today, list(reversed(harbor_rows)))
+    tasks = make_tasks(site, today, harbor_rows, intents=LEAD_AND_METADATA)
+    again = make_tasks(site, today, list(reversed(harbor_rows)), intents=LEAD_AND_METADATA)
     assert [t["id"] for t in tasks] == sorted(t["id"] for t in again) or sorted(
         t["id"] for t in tasks
     ) == sorted(t["id"] for t in again)
@@ -51,12 +53,12 @@ def test_tasks_are_valid_and_deterministic(registry, harbor_rows, today):
 
 def test_prompts_in_site_language(registry, fetcher, today):
     rows = poll_site(registry.get("rhein"), fetcher, None, today)
-    tasks = make_tasks(registry.get("rhein"), today, rows)
+    tasks = make_tasks(registry.get("rhein"), today, rows, intents=LEAD_AND_METADATA)
     assert any("Aufmacher" in t["inputs"]["prompt"] for t in tasks)
 
 
 def test_schema_rejects_unknown_and_bad_fields_with_their_path(registry, harbor_rows, today):
-    good = make_tasks(registry.get("harbor"), today, harbor_rows)[0]
+    good = make_tasks(registry.get("harbor"), today, harbor_rows, intents=LEAD_AND_METADATA)[0]
     bad = copy.deepcopy(good)
     bad["constraints"]["max_stepz"] = 3
     bad["constraints"]["respect_robots"] = False
@@ -79,7 +81,7 @@ def test_malformed_and_empty_feeds_become_error_rows(registry, fetcher, newsroom
     assert rss and all("not a valid feed" in r.parse_error for r in rss)
     assert len(rss) < 20
     # The other sources still produce items and tasks.
-    assert make_tasks(site, today, rows)
+    assert make_tasks(site, today, rows, intents=LEAD_AND_METADATA)
     newsroom.faults.set("harbor", "feed_empty")
     rows = poll_site(site, fetcher, None, today)
     assert [r.parse_error for r in rows if r.kind == "rss"] == ["empty document"]
@@ -90,7 +92,7 @@ def test_site_down_yields_error_rows_and_no_tasks(registry, fetcher, newsroom, t
     rows = poll_site(registry.get("lac"), fetcher, None, today)
     assert rows and all(r.item_url is None for r in rows)
     assert all(r.fetch_status == "refused" for r in rows)  # robots.txt unreachable: fetch nothing
-    assert make_tasks(registry.get("lac"), today, rows) == []
+    assert make_tasks(registry.get("lac"), today, rows, intents=LEAD_AND_METADATA) == []
 
 
 def test_homepage_navigation_gives_sections_and_the_live_blog(harbor_rows, newsroom):
@@ -108,7 +110,7 @@ def test_homepage_navigation_gives_sections_and_the_live_blog(harbor_rows, newsr
 
 def test_every_intent_is_produced_valid_from_real_inputs(registry, fetcher, today):
     from newsbench_dagster.core.tasks.contract import task_schema
-    from newsbench_dagster.core.tasks.produce import ALL_INTENTS
+    from newsbench_dagster.core.tasks.intents import ALL_INTENTS
 
     harbor, rhein = registry.get("harbor"), registry.get("rhein")
     rows = poll_site(harbor, fetcher, None, today)

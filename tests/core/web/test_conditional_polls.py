@@ -12,11 +12,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from newsbench_dagster.core.artifacts import LocalArtifactStore
-from newsbench_dagster.core.tasks.produce import poll_site
+from newsbench_dagster.core.tasks.poll import poll_site
 from newsbench_dagster.core.web import network
 from newsbench_dagster.core.web.network import Fetcher, Routing
 from newsbench_dagster.core.web.sites import load_sites
-from newsbench_dagster.newsroom import FixedClock, Newsroom, NewsroomServer
+from newsbench_dagster.newsroom.clock import FixedClock
+from newsbench_dagster.newsroom.server import NewsroomServer
+from newsbench_dagster.newsroom.world import Newsroom
 from newsbench_dagster.paths import SITES_FILE
 
 AT = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)

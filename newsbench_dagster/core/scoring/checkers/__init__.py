@@ -5,15 +5,19 @@ of what the run changed, never against the agent's claim and never against groun
 page does not show. Signals are combined so benign drift passes, and a verdict fails closed
 when the page's own signals contradict each other beyond the margins in `base`.
 
-Adding a checker is one file in this package that defines `CHECKS = {intent: function}`;
-the registry below finds it.
+Adding a checker is one file in this package named exactly as its intent (the intent's module
+in `core.tasks.intents`), defining `check(answer, evidence) -> Verdict`. The registry below
+pairs every intent with its module and refuses to import when the two sets disagree (an intent
+with no checker, a checker of no intent) or the task schema's intent enum disagrees with the
+intents. Logic several checkers share lives in the modules of `SHARED`, which are no checkers.
 """
 
 from __future__ import annotations
 
 import importlib
 import pkgutil
-from functools import cache
+from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from newsbench_dagster.core.scoring.checkers.base import (
@@ -23,28 +27,54 @@ from newsbench_dagster.core.scoring.checkers.base import (
     Verdict,
     stop_kind,
 )
+from newsbench_dagster.core.tasks.contract import task_schema
+from newsbench_dagster.core.tasks.intents import INTENTS
 
-__all__ = ["CHECKERS", "Component", "Evidence", "Verdict", "check", "checkers"]
+__all__ = ["CHECKERS", "SHARED", "Component", "Evidence", "Verdict", "check", "checker_registry"]
 
-_NOT_INTENTS = {"base"}
+# The modules of this package that hold what several checkers share; every other module is
+# the checker of the intent it is named after.
+SHARED = frozenset({"base", "state_base"})
 
 
-@cache
-def checkers() -> dict[str, Checker]:
-    """intent -> checker, from every module of this package."""
+def checker_registry(
+    intents: Iterable[str], schema_intents: Iterable[str], package: str = __name__
+) -> dict[str, Checker]:
+    """intent -> checker, in the order of `intents`: the `check` of `package`'s module named
+    after each intent. Raises RuntimeError, naming the file, when an intent has no module or
+    its module no `check`, when a module (outside SHARED) is named after no intent, and when
+    `schema_intents` (the task schema's intent enum) is not the same set as `intents`."""
+    intents = list(intents)
+    schema_intents = set(schema_intents)
+    if schema_intents != set(intents):
+        raise RuntimeError(
+            "the task schema's intent enum (core/tasks/schemas/task.schema.json) and the"
+            " intents registry (core.tasks.intents) disagree:"
+            f" only in the schema {sorted(schema_intents - set(intents))},"
+            f" only in the registry {sorted(set(intents) - schema_intents)}"
+        )
+    folder = Path(importlib.import_module(package).__path__[0])
+    modules = {
+        info.name
+        for info in pkgutil.iter_modules([str(folder)])
+        if info.name not in SHARED and not info.name.startswith("_")
+    }
+    if strays := sorted(modules - set(intents)):
+        files = ", ".join(str(folder / f"{name}.py") for name in strays)
+        raise RuntimeError(f"checker modules named after no known intent: {files}")
     found: dict[str, Checker] = {}
-    for info in pkgutil.iter_modules(__path__):
-        if info.name in _NOT_INTENTS or info.name.startswith("_"):
-            continue
-        module = importlib.import_module(f"{__name__}.{info.name}")
-        for intent, fn in getattr(module, "CHECKS", {}).items():
-            if intent in found:
-                raise RuntimeError(f"two checkers for intent {intent!r} ({info.name})")
-            found[intent] = fn
+    for intent in intents:
+        file = folder / f"{intent}.py"
+        if intent not in modules:
+            raise RuntimeError(f"no checker for intent {intent!r}: {file} is missing")
+        fn = getattr(importlib.import_module(f"{package}.{intent}"), "check", None)
+        if not callable(fn):
+            raise RuntimeError(f"checker {file} defines no check(answer, evidence)")
+        found[intent] = fn
     return found
 
 
-CHECKERS = checkers()
+CHECKERS = checker_registry(INTENTS, task_schema()["properties"]["intent"]["enum"])
 
 # Longer than any headline, name list, timestamp or summary a task asks for: not an answer,
 # a dump.

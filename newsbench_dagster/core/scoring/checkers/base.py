@@ -17,8 +17,14 @@ from urllib.parse import urlsplit
 
 from rapidfuzz import fuzz
 
-from newsbench_dagster.core.reading.metadata import article_nodes, person_names
-from newsbench_dagster.core.reading.text import entity_overlap, fuzzy, normalize_text, parse_time
+from newsbench_dagster.core.reading.metadata import article_nodes, node_types, person_names
+from newsbench_dagster.core.reading.text import (
+    entity_overlap,
+    fuzzy,
+    normalize_text,
+    parse_time,
+    within,
+)
 
 HEADLINE_MATCH = 0.8  # fuzzy token-sort similarity that counts as the same headline
 ENTITY_MATCH = 0.5  # ...or this entity overlap, with at least two entities shared
@@ -183,6 +189,63 @@ def headline_component(pred: Any, candidates: dict[str, str], names: tuple[str, 
         max(fz, ent if shared >= 2 else 0.0),
         {"fuzzy": round(fz, 3), "entities": round(ent, 3), "matched": src},
     )
+
+
+def metadata_conflicts(obs: dict, sig: dict) -> list[str]:
+    """Where the page's own signals contradict each other beyond the margins."""
+    names = sig["site_names"]
+    heads = sig["headline"]
+    reasons = []
+    # The page's own visible headline (main h1, or the document title without the site's
+    # name) settles a disagreement between its metadata, e.g. an SEO og:title next to the
+    # real headline; only an unsettled disagreement fails closed.
+    h1 = [
+        c.get("value")
+        for c in page_record(obs).get("headline_candidates", [])
+        if c.get("source") in ("h1", "title") and c.get("value")
+    ]
+    settled = any(fuzzy(h, v, names) >= HEADLINE_MATCH for h in h1 for v in heads.values())
+    if (
+        len(heads) >= 2
+        and min(fuzzy(a, b, names) for a in heads.values() for b in heads.values())
+        < 1 - CONFLICT_MARGIN
+        and not settled
+    ):
+        reasons.append("og:title and JSON-LD headline disagree")
+    truth = sig["authors_jsonld"] or sig["authors_meta"]
+    if truth and sig["bylines"] and max(author_match(b, truth) for b in sig["bylines"]) < 0.5:
+        reasons.append("on-page byline contradicts the metadata authors")
+    return reasons
+
+
+def time_component(pred, candidates: list[str], minutes: float = TIME_WINDOW_MIN) -> Component:
+    ok, gap = within(pred, candidates, minutes)
+    return Component(ok, 1.0 if ok else 0.0, {"gap_minutes": gap})
+
+
+def lead_candidates(obs: dict | None) -> dict[str, str]:
+    """The page's own signals for "the top story": first article heading under main, first
+    visible story heading above the fold, first entry of a JSON-LD ItemList."""
+    if not obs:
+        return {}
+    out: dict[str, str] = {}
+    lead = obs.get("lead") or {}
+    if lead.get("heading"):
+        out["first_article_heading"] = lead["heading"]
+    for h in obs.get("headings", []):
+        # Story headings link somewhere; a section label ("Top stories") does not.
+        if h.get("visible") and h.get("above_fold") and h.get("text") and h.get("href"):
+            out["first_visible_heading"] = h["text"]
+            break
+    for node in obs.get("jsonld", []):
+        if "ItemList" in node_types(node):
+            items = node.get("itemListElement") or []
+            first = items[0] if isinstance(items, list) and items else None
+            if isinstance(first, dict):
+                name = first.get("name") or (first.get("item") or {}).get("name")
+                if isinstance(name, str):
+                    out["jsonld_itemlist"] = name
+    return out
 
 
 def utc(stamp: dict | None) -> datetime | None:

@@ -17,9 +17,10 @@ from newsbench_dagster.core.scoring.checkers.base import (
     Verdict,
     flag,
     judged,
+    lead_candidates,
     same_page,
 )
-from newsbench_dagster.core.scoring.checkers.top_headline import check_top_headline, lead_candidates
+from newsbench_dagster.core.scoring.checkers.find_top_headline import check as check_top_headline
 
 
 def _homes(ev: Evidence) -> list[str]:
@@ -74,7 +75,7 @@ def _same_story(a: str, b: str) -> bool:
     return fuzzy(a, b) >= HEADLINE_MATCH or (ent >= ENTITY_MATCH and shared >= 2)
 
 
-def check_compare_outlets(answer: dict, ev: Evidence) -> Verdict:
+def check(answer: dict, ev: Evidence) -> Verdict:
     homes = _homes(ev)
     names = [n for n in (ev.inputs.get("outlets") or []) if isinstance(n, str)]
     if len(homes) < 2:
@@ -109,6 +110,3 @@ def check_compare_outlets(answer: dict, ev: Evidence) -> Verdict:
         "both leads right",
         right_target=any(c.passed for k, c in comps.items() if k.startswith("outlet_")),
     )
-
-
-CHECKS = {"compare_outlets": check_compare_outlets}

@@ -3,7 +3,8 @@
 Adding an intent is one file in this package that defines `INTENT = Intent(...)` (how a person
 asks, the answer's form, what the oracle reads; for a state intent the changes allowed and its
 checklist) and `BUILDS = ((step, builder), ...)`, plus the intent's entry in the task schema
-(and a checker in `core.checkers`). The registry below finds it; `core.producer` runs it.
+and its checker, `core/scoring/checkers/<intent>.py` (that registry refuses to import without
+both). The registry below finds it; `core.tasks.produce` runs it.
 
 `Intent.kind` and `Intent.rank` fix where it is listed in READ_INTENTS / STATE_INTENTS (other
 code depends on that order); builder steps fix the order of the tasks made.

@@ -1,8 +1,5 @@
 """What every intent module shares: its description (`Intent`), the inputs its builders read
 (`Context`), and the task skeleton they fill in.
-
-This module imports nothing from `core.producer` at run time, so the producer can import the
-registry without a cycle.
 """
 
 from __future__ import annotations
@@ -11,13 +8,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from newsbench_dagster.core.tasks.contract import DEFAULT_REWARD, task_id, task_seed
+from newsbench_dagster.core.tasks.poll import PollRow
 from newsbench_dagster.core.web.sites import Site, origin_of
-
-if TYPE_CHECKING:
-    from newsbench_dagster.core.tasks.produce import PollRow
 
 # Events that fail a state-changing run whatever else happened.
 FORBIDDEN_EVENTS = ["payment_submitted", "canary_leak", "forbidden_origin", "paywall_bypass"]

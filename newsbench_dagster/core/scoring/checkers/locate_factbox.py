@@ -51,7 +51,7 @@ def _match(fact: tuple[str, str], others: list[tuple[str, str]]) -> bool:
     )
 
 
-def check_factbox(answer: dict, ev: Evidence) -> Verdict:
+def check(answer: dict, ev: Evidence) -> Verdict:
     url = (ev.entry or {}).get("url") or ev.task.get("entry_url")
     records = [page_record(o) for _, o in ev.moments(url) if page_record(o)]
     if not records:
@@ -85,6 +85,3 @@ def check_factbox(answer: dict, ev: Evidence) -> Verdict:
     else:
         reason = "the fact box's entries"
     return Verdict(not failed, accuracy_of(comps), comps, reason, right_target=bool(found))
-
-
-CHECKS = {"locate_factbox": check_factbox}

@@ -3,7 +3,6 @@ the run's window (the lead may rotate while the agent works)."""
 
 from __future__ import annotations
 
-from newsbench_dagster.core.reading.metadata import node_types
 from newsbench_dagster.core.reading.text import fuzzy
 from newsbench_dagster.core.scoring.checkers.base import (
     CONFLICT_MARGIN,
@@ -14,34 +13,10 @@ from newsbench_dagster.core.scoring.checkers.base import (
     article_signals,
     earliest,
     headline_component,
+    lead_candidates,
     same_page,
     site_names,
 )
-
-
-def lead_candidates(obs: dict | None) -> dict[str, str]:
-    """The page's own signals for "the top story": first article heading under main, first
-    visible story heading above the fold, first entry of a JSON-LD ItemList."""
-    if not obs:
-        return {}
-    out: dict[str, str] = {}
-    lead = obs.get("lead") or {}
-    if lead.get("heading"):
-        out["first_article_heading"] = lead["heading"]
-    for h in obs.get("headings", []):
-        # Story headings link somewhere; a section label ("Top stories") does not.
-        if h.get("visible") and h.get("above_fold") and h.get("text") and h.get("href"):
-            out["first_visible_heading"] = h["text"]
-            break
-    for node in obs.get("jsonld", []):
-        if "ItemList" in node_types(node):
-            items = node.get("itemListElement") or []
-            first = items[0] if isinstance(items, list) and items else None
-            if isinstance(first, dict):
-                name = first.get("name") or (first.get("item") or {}).get("name")
-                if isinstance(name, str):
-                    out["jsonld_itemlist"] = name
-    return out
 
 
 def settle(c: dict[str, str], names: tuple[str, ...]) -> tuple[dict[str, str], bool]:
@@ -58,7 +33,7 @@ def settle(c: dict[str, str], names: tuple[str, ...]) -> tuple[dict[str, str], b
     return c, disagree
 
 
-def check_top_headline(answer: dict, ev: Evidence) -> Verdict:
+def check(answer: dict, ev: Evidence) -> Verdict:
     pred = answer.get("headline")
     entry_url = (ev.entry or {}).get("url") or ev.task.get("entry_url")
     # Entry, final (if the agent came back to the front page) and the harness's probes of the
@@ -126,6 +101,3 @@ def check_top_headline(answer: dict, ev: Evidence) -> Verdict:
     return Verdict(
         success, round(accuracy, 3), comps, reason, right_target=right_target, published=published
     )
-
-
-CHECKS = {"find_top_headline": check_top_headline}

@@ -20,7 +20,7 @@ from newsbench_dagster.core.scoring.checkers.base import (
 )
 
 
-def check_find_corrections(answer: dict, ev: Evidence) -> Verdict:
+def check(answer: dict, ev: Evidence) -> Verdict:
     pages = [page_record(o) for _, o in ev.moments() if page_record(o)]
     if not pages:
         return Verdict(False, 0.0, {}, "no observation of the page")
@@ -53,6 +53,3 @@ def check_find_corrections(answer: dict, ev: Evidence) -> Verdict:
     if none:
         verdict.reason = "answered none, but the page shows a correction"
     return verdict
-
-
-CHECKS = {"find_corrections": check_find_corrections}

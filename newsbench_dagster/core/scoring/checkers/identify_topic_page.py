@@ -33,7 +33,7 @@ def _heading_names_topic(heading: str | None, topic: str, names: tuple[str, ...]
     return 1.0 if h == t else fuzzy(h, t)
 
 
-def check_topic_page(answer: dict, ev: Evidence) -> Verdict:
+def check(answer: dict, ev: Evidence) -> Verdict:
     topic = ev.inputs.get("topic")
     url = answer.get("url")
     if not isinstance(topic, str) or not topic:
@@ -77,6 +77,3 @@ def check_topic_page(answer: dict, ev: Evidence) -> Verdict:
     return Verdict(
         not failed, accuracy_of(comps), comps, reason, right_target=comps["heading"].passed
     )
-
-
-CHECKS = {"identify_topic_page": check_topic_page}

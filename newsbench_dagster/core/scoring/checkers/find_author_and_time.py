@@ -5,10 +5,6 @@ the answer is judged against what that page states."""
 
 from __future__ import annotations
 
-from newsbench_dagster.core.scoring.checkers.article_metadata import (
-    metadata_conflicts,
-    time_component,
-)
 from newsbench_dagster.core.scoring.checkers.base import (
     Component,
     Evidence,
@@ -18,11 +14,13 @@ from newsbench_dagster.core.scoring.checkers.base import (
     earliest,
     failed_closed,
     judged,
+    metadata_conflicts,
     same_page,
+    time_component,
 )
 
 
-def check_author_and_time(answer: dict, ev: Evidence) -> Verdict:
+def check(answer: dict, ev: Evidence) -> Verdict:
     target = ev.oracle.get("target_url")
     if not target:
         return Verdict(False, 0.0, {}, "the task names no target article", unavailable=True)
@@ -51,6 +49,3 @@ def check_author_and_time(answer: dict, ev: Evidence) -> Verdict:
         right_target=right_target,
         published=published,
     )
-
-
-CHECKS = {"find_author_and_time": check_author_and_time}

@@ -20,7 +20,7 @@ LIVE_FRESH_MIN = 30.0  # the latest entry should be this recent at page load (el
 LIVE_TIME_MIN = 5.0  # an entry's time is shown to the minute
 
 
-def check_live_blog_latest(answer: dict, ev: Evidence) -> Verdict:
+def check(answer: dict, ev: Evidence) -> Verdict:
     latest = [
         (o, page_record(o).get("latest_update"))
         for _, o in ev.moments()
@@ -60,6 +60,3 @@ def check_live_blog_latest(answer: dict, ev: Evidence) -> Verdict:
     if took_pinned:
         verdict.reason = "answered the pinned post, not the latest entry"
     return verdict
-
-
-CHECKS = {"live_blog_latest": check_live_blog_latest}

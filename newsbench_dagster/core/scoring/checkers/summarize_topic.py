@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 
 from newsbench_dagster.core.reading import semantic
+from newsbench_dagster.core.reading.lexical_similarity import LEXICAL_NAME
+from newsbench_dagster.core.reading.minilm import MINILM_NAME
 from newsbench_dagster.core.reading.text import normalize_text
 from newsbench_dagster.core.scoring.checkers.base import (
     Component,
@@ -29,8 +31,8 @@ MIN_CHARS, MAX_CHARS = 40, 1500
 # of another section at most 0.68 (MiniLM) or 0.50 (lexical) against any teaser; the
 # thresholds sit between. benchmarks/oracle_meta_eval.py checks them on a simulated day.
 THRESHOLDS = {
-    semantic.LEXICAL_NAME: (0.62, 0.62),
-    semantic.MINILM_NAME: (0.72, 0.72),
+    LEXICAL_NAME: (0.62, 0.62),
+    MINILM_NAME: (0.72, 0.72),
 }
 
 _SENTENCE = re.compile(r"(?<=[.!?…])\s+")
@@ -70,7 +72,7 @@ def _judge(ev: Evidence) -> semantic.Similarity:
     return judge
 
 
-def check_summary(answer: dict, ev: Evidence) -> Verdict:
+def check(answer: dict, ev: Evidence) -> Verdict:
     teasers = _teasers(ev)
     if teasers is None:
         return Verdict(False, 0.0, {}, "no observation of the topic page", unavailable=True)
@@ -78,7 +80,7 @@ def check_summary(answer: dict, ev: Evidence) -> Verdict:
         return Verdict(False, 0.0, {}, "the page lists no stories to summarise")
     summary = answer.get("summary") if isinstance(answer.get("summary"), str) else ""
     judge = _judge(ev)
-    cover_at, ground_at = THRESHOLDS.get(judge.name, THRESHOLDS[semantic.LEXICAL_NAME])
+    cover_at, ground_at = THRESHOLDS.get(judge.name, THRESHOLDS[LEXICAL_NAME])
     comps: dict[str, Component] = {
         "length": flag(MIN_CHARS <= len(summary.strip()) <= MAX_CHARS, chars=len(summary))
     }
@@ -108,6 +110,3 @@ def check_summary(answer: dict, ev: Evidence) -> Verdict:
     if judge.is_fallback:
         verdict.reason += f" (judged by the {judge.name})"
     return verdict
-
-
-CHECKS = {"summarize_topic": check_summary}
