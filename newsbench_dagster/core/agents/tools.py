@@ -80,6 +80,8 @@ class BrowserTools(PageActions):
         self.dom_slices: list[dict] = []
         # Set by the runner for adapters that attach their own client over CDP.
         self.cdp_url: str | None = None
+        # Set by the runner: the directory a manifest's relative paths mean (the project's).
+        self.base_dir: str | None = None
         # How long an element action waits for its target; lower it to fail fast.
         self.action_timeout_ms = ACTION_TIMEOUT_MS
         self._t0 = time.perf_counter()

@@ -290,6 +290,7 @@ class Runner:
         )
         tools.cdp_url = state.cdp.url if state.cdp is not None else None
         tools.run_id = row["run_id"]
+        tools.base_dir = self.settings.base_dir
         budget = constraints.get("max_seconds", self.settings.default_max_seconds)
         done = asyncio.Event()
         sampler = asyncio.create_task(

@@ -40,7 +40,6 @@ from newsbench_dagster.core.agents.protocol import AgentManifest, AgentTask
 from newsbench_dagster.core.agents.stream_capture import StreamCapture, redact_text
 from newsbench_dagster.core.agents.tools import BrowserTools, BudgetExceeded
 from newsbench_dagster.core.errors import ConfigError
-from newsbench_dagster.paths import PROJECT_ROOT
 
 PLACEHOLDERS = frozenset(
     {"prompt", "url", "cdp_url", "answer_file", "task_file", "task_id", "run_id", "intent"}
@@ -128,8 +127,8 @@ class CommandParams:
             command=tuple(command),
             timeout_s=float(timeout) if timeout is not None else None,
             env={k: str(v) for k, v in env.items()},
-            # Relative to the project, so a manifest means the same from any working directory.
-            cwd=(PROJECT_ROOT / cwd).resolve() if cwd is not None else None,
+            # Relative to the project (the runner's base_dir), resolved when a run starts.
+            cwd=Path(cwd) if cwd is not None else None,
             answer=answer,
             inherit_env=bool(p.get("inherit_env", False)),
         )
@@ -263,6 +262,13 @@ class CommandAgent:
             )
         return base, secrets
 
+    def _cwd(self, tools: BrowserTools) -> Path | None:
+        """The command's directory: `params.cwd` relative to the project (the directory
+        the runner names in `tools.base_dir`, else the working directory)."""
+        if self.params.cwd is None:
+            return None
+        return (Path(tools.base_dir or ".") / self.params.cwd).resolve()
+
     async def run(self, task: AgentTask, tools: BrowserTools) -> None:
         if not tools.cdp_url:
             raise CommandAgentError("no CDP endpoint: the runner did not set tools.cdp_url")
@@ -284,9 +290,10 @@ class CommandAgent:
             "python": sys.executable,
         }
         argv = [substitute(a, values) for a in self.params.command]
+        cwd = self._cwd(tools)
         record: dict[str, Any] = {
             "argv": [redact_text(a, secrets) for a in argv],
-            "cwd": str(self.params.cwd) if self.params.cwd else None,
+            "cwd": str(cwd) if cwd else None,
             "pid": None,
             "exit_code": None,
             "killed": None,
@@ -298,7 +305,7 @@ class CommandAgent:
         started, first_step, t0 = time.perf_counter(), len(tools.trajectory.steps), tools.elapsed()
         try:
             try:
-                await self._execute(argv, env, out, err, record)
+                await self._execute(argv, env, cwd, out, err, record)
             except (asyncio.CancelledError, BudgetExceeded):
                 # Stopped for time (its own timeout_s, or the runner's budget): what it had
                 # answered by then still counts.
@@ -339,6 +346,7 @@ class CommandAgent:
         self,
         argv: list[str],
         env: dict[str, str],
+        cwd: Path | None,
         out: StreamCapture,
         err: StreamCapture,
         record: dict,
@@ -350,11 +358,10 @@ class CommandAgent:
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 env=env,
-                cwd=self.params.cwd,
+                cwd=cwd,
                 start_new_session=True,
             )
         except FileNotFoundError:
-            cwd = self.params.cwd
             if cwd is not None and not cwd.is_dir():
                 raise CommandAgentError(f"params.cwd {str(cwd)!r} does not exist") from None
             raise CommandAgentError(
