@@ -153,7 +153,7 @@ class DeclaredSchemaBigQueryTypeHandler(BigQueryPandasTypeHandler):
     def ensure_table(self, context, table_slice: TableSlice, connection) -> None:
         """CREATE TABLE IF NOT EXISTS (partitioned, clustered), then add declared columns an
         older table lacks; warn when an existing table is not day-partitioned (BigQuery cannot
-        partition a table in place: it has to be recreated, see sql/README.md)."""
+        partition a table in place: it has to be recreated, see core/analytics/sql/README.md)."""
         project, dataset, table = table_slice.database, table_slice.schema, table_slice.table
         if (project, dataset, table) in self._ready:
             return
@@ -170,7 +170,7 @@ class DeclaredSchemaBigQueryTypeHandler(BigQueryPandasTypeHandler):
         if day and getattr(partitioning, "field", None) != day:
             context.log.warning(
                 f"{project}.{dataset}.{table} exists but is not partitioned by DATE({day}); "
-                "writes work but scan the whole table: recreate it (sql/README.md)"
+                "writes work but scan the whole table: recreate it (newsbench_dagster/core/analytics/sql/README.md)"
             )
         self._ready.add((project, dataset, table))
 

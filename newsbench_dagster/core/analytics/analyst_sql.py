@@ -21,9 +21,9 @@ from sqlglot.errors import ErrorLevel, ParseError
 
 from newsbench_dagster.core.analytics import tables
 from newsbench_dagster.core.analytics.stats import MIN_TASKS
-from newsbench_dagster.paths import PROJECT_ROOT
 
-SQL_DIR = PROJECT_ROOT / "sql"
+# Shipped with the package (an installed newsbench has them too), next to this module.
+SQL_DIR = Path(__file__).with_name("sql")
 
 # Parameters an analyst may leave out (`run_view`); `bq query` needs them all spelled out.
 DEFAULT_PARAMS: dict[str, Any] = {"min_tasks": MIN_TASKS}
