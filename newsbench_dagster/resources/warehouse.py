@@ -170,7 +170,8 @@ class DeclaredSchemaBigQueryTypeHandler(BigQueryPandasTypeHandler):
         if day and getattr(partitioning, "field", None) != day:
             context.log.warning(
                 f"{project}.{dataset}.{table} exists but is not partitioned by DATE({day}); "
-                "writes work but scan the whole table: recreate it (newsbench_dagster/core/analytics/sql/README.md)"
+                "writes work but scan the whole table: recreate it "
+                "(newsbench_dagster/core/analytics/sql/README.md)"
             )
         self._ready.add((project, dataset, table))
 
