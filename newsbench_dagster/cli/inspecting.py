@@ -15,7 +15,7 @@ from rich.table import Table
 from newsbench_dagster.cli.common import DEFAULT_PORT, ProxyOption, console, err, fail
 
 if TYPE_CHECKING:
-    from newsbench_dagster.core.reading.page import PageRecord, Timestamp
+    from newsbench_dagster.core.reading.page_record import PageRecord, Timestamp
 
 feeds_app = typer.Typer(
     help="Debug what the producer reads from a feed or sitemap.", no_args_is_help=True
@@ -104,7 +104,8 @@ def inspect_page(
     """
     from contextlib import suppress
 
-    from newsbench_dagster.core.reading.page import sniff_non_html, understand
+    from newsbench_dagster.core.reading.page import understand
+    from newsbench_dagster.core.reading.page_bytes import sniff_non_html
 
     content, base, charset = read_source(source, proxy)
     if kind := sniff_non_html(content):

@@ -45,6 +45,11 @@ def normalize_text(text: str | None, site_names: tuple[str, ...] = ()) -> str:
     return t.strip(" \"'")
 
 
+def is_blank(text: str | None) -> bool:
+    """None, empty or only whitespace (blank text scores 0.0 against anything)."""
+    return not text or not text.strip()
+
+
 def fuzzy(a: str | None, b: str | None, site_names: tuple[str, ...] = ()) -> float:
     """Token-sort similarity in [0, 1] after normalisation (the seed's headline matcher)."""
     na, nb = normalize_text(a, site_names).lower(), normalize_text(b, site_names).lower()

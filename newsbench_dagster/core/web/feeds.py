@@ -27,13 +27,9 @@ import feedparser
 from lxml import etree
 from lxml import html as lxml_html
 
-from newsbench_dagster.core.reading.page import BINARY_MAGIC
+from newsbench_dagster.core.reading.page_bytes import BINARY_MAGIC
 from newsbench_dagster.core.reading.text import parse_time
 
-SITEMAP_NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
-NEWS_NS = "http://www.google.com/schemas/sitemap-news/0.9"
-VIDEO_NS = "http://www.google.com/schemas/sitemap-video/1.1"
-IMAGE_NS = "http://www.google.com/schemas/sitemap-image/1.1"
 JSONFEED_VERSION_PREFIX = "https://jsonfeed.org/version/"
 
 # Google caps a sitemap at 50 MB uncompressed; nothing legitimate a poller reads is bigger.

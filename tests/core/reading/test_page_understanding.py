@@ -13,14 +13,12 @@ import pytest
 from typer.testing import CliRunner
 
 from newsbench_dagster.cli import app
-from newsbench_dagster.core.reading.page import (
-    Correction,
-    Timestamp,
-    bcp47,
-    strip_site_name,
-    understand,
-)
-from newsbench_dagster.newsroom import Newsroom, respond
+from newsbench_dagster.core.reading.bylines import strip_site_name
+from newsbench_dagster.core.reading.language import bcp47
+from newsbench_dagster.core.reading.page import understand
+from newsbench_dagster.core.reading.page_record import Correction, Timestamp
+from newsbench_dagster.newsroom.routes import respond
+from newsbench_dagster.newsroom.world import Newsroom
 from tests.support.paths import FIXTURES as TEST_FIXTURES
 
 PAGES = TEST_FIXTURES / "pages"

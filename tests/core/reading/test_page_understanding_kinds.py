@@ -11,16 +11,13 @@ from datetime import time as clock
 
 import pytest
 
-from newsbench_dagster.core.reading.page import (
-    KINDS,
-    Fact,
-    PageRecord,
-    Teaser,
-    understand,
-)
-from newsbench_dagster.newsroom import Newsroom, respond
-from newsbench_dagster.newsroom.render import LISTING_PAGE
-from newsbench_dagster.newsroom.world import SiteSpec, SiteWorld
+from newsbench_dagster.core.reading.page import understand
+from newsbench_dagster.core.reading.page_kind import KINDS
+from newsbench_dagster.core.reading.page_record import Fact, PageRecord, Teaser
+from newsbench_dagster.newsroom.catalog import SiteSpec
+from newsbench_dagster.newsroom.routes import LISTING_PAGE, respond
+from newsbench_dagster.newsroom.site_world import SiteWorld
+from newsbench_dagster.newsroom.world import Newsroom
 from tests.support.paths import FIXTURES as TEST_FIXTURES
 
 AT = datetime(2026, 11, 30, 15, tzinfo=UTC)

@@ -6,24 +6,26 @@ from __future__ import annotations
 
 import sys
 import zipfile
+from pathlib import Path
 
 import pytest
 
 from newsbench_dagster.core.reading import semantic
-from newsbench_dagster.core.reading.semantic import (
+from newsbench_dagster.core.reading.lexical_similarity import (
     LEXICAL_NAME,
-    MINILM_NAME,
     LexicalSimilarity,
-    MiniLMSimilarity,
-    SemanticBackendUnavailable,
-    Similarity,
-    backend,
     detect_language,
-    extract_model,
     normalize,
     stem,
     terms,
 )
+from newsbench_dagster.core.reading.minilm import MINILM_NAME, MiniLMSimilarity
+from newsbench_dagster.core.reading.minilm_model import (
+    MODEL_FILES,
+    SemanticBackendUnavailable,
+    extract_model,
+)
+from newsbench_dagster.core.reading.semantic import Similarity, backend
 
 # Topic pages: the stories' headline + teaser, a summary of them, and a summary of other
 # stories from the same beat that reuses the page's vocabulary.
@@ -279,7 +281,7 @@ def test_odd_inputs_never_raise(kind, minilm):
 
 def _fake_model_zip(path, payload=b"weights"):
     with zipfile.ZipFile(path, "w") as zf:
-        for name in semantic.MODEL_FILES:
+        for name in MODEL_FILES:
             zf.writestr(name, payload if name.endswith("safetensors") else b"{}")
         zf.writestr("modules.json", b"[]")
     return path
@@ -304,7 +306,7 @@ def test_extraction_is_once_and_atomic(tmp_path, monkeypatch):
 
     # A crash halfway through extraction leaves the previous model and no debris.
     def crash(self, path=None, members=None, pwd=None):
-        (semantic.Path(path) / "model.safetensors").write_bytes(b"half")
+        (Path(path) / "model.safetensors").write_bytes(b"half")
         raise OSError("disk full")
 
     monkeypatch.setattr(zipfile.ZipFile, "extractall", crash)
