@@ -15,8 +15,11 @@ _CHARSET = re.compile(rb"<meta[^>]+?charset\s*=\s*[\"']?\s*([a-zA-Z0-9_.:-]+)", 
 _HTML_HINT = re.compile(
     r"<(?:!doctype\s+html|html|head|body|title|meta|main|article|div|p|h[1-6])\b", re.IGNORECASE
 )
+# A comment is matched up to its own `-->` only: `<!--.*?-->` could also run on over the next
+# comments, and a page with a few dozen of them took exponential time to reject.
 _XML_ROOT = re.compile(
-    r"(?:<\?xml[^>]*>\s*)?(?:<!--.*?-->\s*)*<(?:rss|feed|urlset|sitemapindex|rdf:RDF)\b", re.S
+    r"(?:<\?xml[^>]*>\s*)?(?:<!--(?:(?!-->).)*-->\s*)*<(?:rss|feed|urlset|sitemapindex|rdf:RDF)\b",
+    re.S,
 )
 # Leading bytes of what servers hand out in place of a page or a feed (also read by feeds).
 BINARY_MAGIC = {
