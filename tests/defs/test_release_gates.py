@@ -186,12 +186,27 @@ def test_the_baselines_violations_do_not_block_the_candidate_and_pii_has_a_ceili
 
 
 # -- the candidate job, end to end -----------------------------------------------------------
-def test_the_requested_run_evaluates_both_on_identical_tasks_and_the_gate_blocks(
-    newsroom, tmp_path
-):
-    """selector-baseline as a candidate today (after Harbor's 2026-11-16 redesign): the
-    sensor's run evaluates it and the baseline on the same task ids, and the regression gate
-    blocks it, naming harbor."""
+# What the candidate job was configured with, and the same numbers as `newsbench gate` options.
+RELEASE_CONFIG = {
+    "sites": ["harbor"],
+    "intents": ["find_top_headline", "extract_article_metadata"],
+    "heldout_n": 12,
+    "trials": 1,
+    "max_reruns": 1,
+    "slice_min_tasks": 5,
+}
+GATE_OPTIONS = [
+    *("--site", "harbor"),
+    *("--intent", "find_top_headline", "--intent", "extract_article_metadata"),
+    *("--heldout", "12", "--trials", "1", "--max-reruns", "1", "--slice-min-tasks", "5"),
+]
+
+
+@pytest.fixture(scope="module")
+def candidate_evaluation(newsroom_server, tmp_path_factory):
+    """selector-baseline as a candidate today (after Harbor's 2026-11-16 redesign), requested by
+    the sensor and evaluated by the candidate job in Dagster: (db, artifacts, agents, request,
+    result)."""
     from newsbench_dagster.definitions import build_definitions
     from newsbench_dagster.resources import (
         ArtifactStoreResource,
@@ -200,6 +215,7 @@ def test_the_requested_run_evaluates_both_on_identical_tasks_and_the_gate_blocks
         ReleaseResource,
     )
 
+    tmp_path = tmp_path_factory.mktemp("candidate")
     agents = tmp_path / "agents"
     agents.mkdir()
     for name in ("reference.yaml", "selector-baseline.yaml"):
@@ -210,18 +226,13 @@ def test_the_requested_run_evaluates_both_on_identical_tasks_and_the_gate_blocks
         {
             **RESOURCES_LOCAL,
             "io_manager": duckdb_warehouse(str(db)),
-            "newsroom": NewsroomResource(port=newsroom.port, seed=newsroom.newsroom.seed),
+            "newsroom": NewsroomResource(
+                port=newsroom_server.port, seed=newsroom_server.newsroom.seed
+            ),
             "browser": BrowserResource(artifacts=[], screenshot=False),
             "artifacts": ArtifactStoreResource(root=str(tmp_path / "artifacts")),
             "agents": registry,
-            "release": ReleaseResource(
-                sites=["harbor"],
-                intents=["find_top_headline", "extract_article_metadata"],
-                heldout_n=12,
-                trials=1,
-                max_reruns=1,
-                slice_min_tasks=5,
-            ),
+            "release": ReleaseResource(**RELEASE_CONFIG),
         }
     )
     with instance_for_test() as instance:
@@ -236,6 +247,15 @@ def test_the_requested_run_evaluates_both_on_identical_tasks_and_the_gate_blocks
         result = defs.resolve_job_def("candidate_job").execute_in_process(
             partition_key=request.partition_key, instance=instance, raise_on_error=False
         )
+    return db, tmp_path / "artifacts", agents, request, result
+
+
+def test_the_requested_run_evaluates_both_on_identical_tasks_and_the_gate_blocks(
+    candidate_evaluation,
+):
+    """The sensor's run evaluates the candidate and the baseline on the same task ids, and the
+    regression gate blocks it, naming harbor."""
+    db, _, _, request, result = candidate_evaluation
     checks = {e.check_name: e for e in result.get_asset_check_evaluations()}
     gate = checks["regression_gate"]
     assert not gate.passed
@@ -281,3 +301,51 @@ def test_the_requested_run_evaluates_both_on_identical_tasks_and_the_gate_blocks
     assert harbor["baseline_success"] == pytest.approx(site["baseline"]["success"], abs=1e-4)
     assert harbor["paired_delta"] == pytest.approx(site["diff"]["diff"], abs=1e-4)
     assert harbor["n_paired_tasks"] == site["diff"]["n_tasks"]
+
+
+def test_the_cli_gate_decides_as_the_pipeline_did_on_the_same_stored_runs(candidate_evaluation):
+    """`newsbench gate --from-warehouse --recompute` decides again from the runs and scores the
+    candidate job stored, with the same policy options: the same verdict, policy, reasons and
+    slices as the pipeline's release_decision. A different policy gives a different decision,
+    and the gate says the stored verdict differs."""
+    from typer.testing import CliRunner
+
+    from newsbench_dagster.cli import app
+    from newsbench_dagster.core.release.policy import Policy
+
+    db, artifacts, agents, request, _ = candidate_evaluation
+    with duckdb.connect(str(db), read_only=True) as con:
+        verdict, policy, reasons, slices = con.execute(
+            "SELECT verdict, policy, reasons, slices FROM newsbench.release_decision"
+        ).fetchone()
+    stored = {"policy": json.loads(policy), "reasons": json.loads(reasons)}
+    base = [
+        *("gate", "--candidate", request.partition_key, "--agents", str(agents)),
+        *("--from-warehouse", "--recompute", "--json"),
+        *("--database", str(db), "--artifacts", str(artifacts)),
+    ]
+    same = CliRunner().invoke(app, [*base, *GATE_OPTIONS])
+    assert same.exit_code == 1, same.output  # block, as stored
+    decision = json.loads(same.stdout[same.stdout.index("{") :])
+    assert decision["verdict"] == verdict == "block"
+    assert decision["policy"] == stored["policy"]
+    assert decision["policy"] == ReleaseResource(**RELEASE_CONFIG).policy().as_dict()
+    assert decision["reasons"] == stored["reasons"]
+    assert decision["slices"] == json.loads(slices)
+    assert "stored decision" not in same.stderr
+
+    # Without options, the gate decides with the policy's defaults, the release resource's.
+    other = CliRunner().invoke(app, base)
+    decision = json.loads(other.stdout[other.stdout.index("{") :])
+    assert decision["policy"] == Policy().as_dict() == ReleaseResource().policy().as_dict()
+    assert decision["policy"] != stored["policy"]
+
+    # A stored verdict the runs do not support is named: the recomputed decision says so.
+    tampered = db.with_name("tampered.duckdb")
+    shutil.copy(db, tampered)
+    with duckdb.connect(str(tampered)) as con:
+        con.execute("UPDATE newsbench.release_decision SET verdict = 'pass'")
+    args = [*base, *GATE_OPTIONS]
+    args[args.index(str(db))] = str(tampered)
+    flagged = CliRunner().invoke(app, args)
+    assert flagged.exit_code == 1 and "was pass; with this policy it is block" in flagged.stderr
