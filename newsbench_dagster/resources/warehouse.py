@@ -1,10 +1,10 @@
 """The warehouse: DuckDB by default, BigQuery in production; `definitions.py` picks one.
 
-Table and column names are the same in both (`core.tables`). On DuckDB, tables are created
+Table and column names are the same in both (`core.analytics.tables`). On DuckDB, tables are created
 from the declared schema (JSON and TIMESTAMP columns, fixed order) before the first write, so
 an empty partition still leaves a well-typed table for downstream assets. On BigQuery the same
-happens with `core.analyst_sql.bigquery_ddl`: tables with a `day` column are partitioned by
-day and clustered by candidate_version / site / agent_version, so the IO manager's
+happens with `core.analytics.analyst_sql.bigquery_ddl`: tables with a `day` column are
+partitioned by day and clustered by candidate_version / site / agent_version, so the IO manager's
 per-partition DELETE and the analysts' queries prune to the days and keys they name instead of
 scanning the whole table.
 """
@@ -31,7 +31,8 @@ from newsbench_dagster.paths import WAREHOUSE_FILE
 
 
 class DeclaredSchemaTypeHandler(DuckDBPandasTypeHandler):
-    """Writes DataFrames into tables created from `core.tables`, matching columns by name."""
+    """Writes DataFrames into tables created from `core.analytics.tables`, matching columns by
+    name."""
 
     def handle_output(
         self, context: OutputContext, table_slice: TableSlice, obj: pd.DataFrame, connection
@@ -91,8 +92,8 @@ def duckdb_warehouse(path: str | None = None) -> DuckDBWarehouse:
 
 def load_job_config(table: str, columns: Sequence[str]):
     """The load job for a DataFrame with `columns` into the declared `table`: an explicit
-    schema from `core.tables`, so TIMESTAMP stays TIMESTAMP (a naive pandas datetime would be
-    inferred as DATETIME) and JSON stays JSON (our frames hold JSON as text, inferred as
+    schema from `core.analytics.tables`, so TIMESTAMP stays TIMESTAMP (a naive pandas datetime
+    would be inferred as DATETIME) and JSON stays JSON (our frames hold JSON as text, inferred as
     STRING; all-NULL columns cannot be inferred at all). CSV, not the default Parquet: BigQuery
     loads JSON columns only from CSV, Avro or JSON files. An empty field is NULL (an empty
     string arrives as NULL too); naive timestamps are written as UTC wall time."""
@@ -101,7 +102,7 @@ def load_job_config(table: str, columns: Sequence[str]):
     declared = dict(bigquery_columns(table))
     unknown = [c for c in columns if c not in declared]
     if unknown:
-        raise ValueError(f"columns not declared for {table} in core.tables: {unknown}")
+        raise ValueError(f"columns not declared for {table} in core.analytics.tables: {unknown}")
     return bigquery.LoadJobConfig(
         schema=[bigquery.SchemaField(c, declared[c], mode="NULLABLE") for c in columns],
         source_format=bigquery.SourceFormat.CSV,
@@ -118,8 +119,8 @@ def _json_text(value):
 
 
 def normalize_loaded(table: str, df: pd.DataFrame) -> pd.DataFrame:
-    """A frame read from BigQuery in the shape DuckDB gives (and `core.tables.frame` builds):
-    lower-case names, naive UTC timestamps, JSON as text, the declared dtypes."""
+    """A frame read from BigQuery in the shape DuckDB gives (and `core.analytics.tables.frame`
+    builds): lower-case names, naive UTC timestamps, JSON as text, the declared dtypes."""
     df = df.rename(columns=str.lower)
     for col, kind in tables.TABLES[table].items():
         if col not in df.columns:
@@ -135,11 +136,11 @@ def normalize_loaded(table: str, df: pd.DataFrame) -> pd.DataFrame:
 
 
 class DeclaredSchemaBigQueryTypeHandler(BigQueryPandasTypeHandler):
-    """Writes DataFrames into BigQuery tables created from `core.tables` (`bigquery_ddl`:
+    """Writes DataFrames into BigQuery tables created from `core.analytics.tables` (`bigquery_ddl`:
     partitioned by DATE(day), clustered), once per table per run, before the first write.
 
     `connection` is the `google.cloud.bigquery.Client` that `dagster_gcp`'s BigQueryClient
-    opens for each output and input. Tables not declared in `core.tables` keep the stock
+    opens for each output and input. Tables not declared in `core.analytics.tables` keep the stock
     behaviour."""
 
     def __init__(self) -> None:

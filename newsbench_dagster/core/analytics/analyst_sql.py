@@ -1,6 +1,6 @@
 """Analyst SQL: written once in BigQuery Standard SQL (`sql/` at the repository root), parsed as
 BigQuery and run for real on the local DuckDB warehouse through sqlglot; and the BigQuery DDL
-of the production tables (day-partitioned, clustered), generated from `core.tables`.
+of the production tables (day-partitioned, clustered), generated from `core.analytics.tables`.
 
 BigQuery query parameters (`@name`) are replaced by literals in the syntax tree, never by
 string formatting, so a value cannot change the query's shape.
@@ -28,7 +28,7 @@ SQL_DIR = Path(__file__).with_name("sql")
 # Parameters an analyst may leave out (`run_view`); `bq query` needs them all spelled out.
 DEFAULT_PARAMS: dict[str, Any] = {"min_tasks": MIN_TASKS}
 
-# logical type (core.tables) -> BigQuery Standard SQL type
+# logical type (core.analytics.tables) -> BigQuery Standard SQL type
 BIGQUERY_TYPES = {
     "string": "STRING",
     "int": "INT64",

@@ -121,7 +121,7 @@ SUITES: dict[str, list[dict]] = {
         _e(
             IN_SET,
             "failure_class",
-            "Failure classes come from the taxonomy (core.failures, "
+            "Failure classes come from the taxonomy (core.scoring.failures, "
             "ambiguous, task_missing); anything else falls out of every failure report.",
             value_set=FAILURE_CLASSES,
         ),

@@ -137,7 +137,7 @@ TABLES: dict[str, dict[str, str]] = {
         "js_errors": "int",  # console errors and uncaught page errors
         "network_errors": "int",  # fetched requests that failed or answered >= 400
         "page_load_ms": "float",
-        "pii_flags": "int",  # personal data found in the agent's answer (core.compliance)
+        "pii_flags": "int",  # personal data found in the agent's answer (core.scoring.pii)
         "replayed": "bool",  # answered from a recording (agent_runs.replay), not the live site
     },
     "kpi_daily": {

@@ -51,7 +51,7 @@ class RunSettings:
     # Where a task's relative files are found (its `replay.recording`, rules and grading
     # files); None = the working directory. The edge passes the project root.
     base_dir: str | None = None
-    # Record live runs: a `core.recording.WarcRecorder` every allowed request of every run
+    # Record live runs: a `core.replay.recorder.WarcRecorder` every allowed request of every run
     # is written to (what the agent and the harness loaded, to replay later).
     record: Any = None
 

@@ -153,8 +153,8 @@ async def record(
     idle_timeout_ms: int = 5_000,
     until_closed: bool = False,
 ) -> RecordingSummary:
-    """Load each start URL in Chromium (`options`: a `core.browser.BrowserOptions`) and write
-    every request the pages make, and its response, to `out`."""
+    """Load each start URL in Chromium (`options`: a `core.harness.browser.BrowserOptions`)
+    and write every request the pages make, and its response, to `out`."""
     from playwright.async_api import Error as PlaywrightError
     from playwright.async_api import async_playwright
 

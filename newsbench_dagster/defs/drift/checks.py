@@ -1,5 +1,5 @@
 """Drift gate: alert when a site changed under us (template, feed volume) or its baseline
-fell with it. Not blocking: a drifted site is excluded from gating (see `core.drift`), the
+fell with it. Not blocking: a drifted site is excluded from gating (see `core.analytics.drift`), the
 pipeline goes on."""
 
 import pandas as pd

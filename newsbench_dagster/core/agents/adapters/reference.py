@@ -1,5 +1,5 @@
 """The reference agent: metadata-first, no model. It is the witness other agents are
-compared against, so it reads pages the way the oracles do (core.page_understanding: JSON-LD,
+compared against, so it reads pages the way the oracles do (core.reading.page: JSON-LD,
 OpenGraph, microdata, then the visible page) and never guesses: on an intent it cannot solve,
 or when a page does not say, it stops honestly without claiming success.
 

@@ -129,7 +129,7 @@ def same_page(a: str | None, b: str | None) -> bool:
 
 
 def page_record(obs: dict | None) -> dict:
-    """The page-understanding record of an observation (see core.page_understanding)."""
+    """The page-understanding record of an observation (see core.reading.page)."""
     return (obs or {}).get("page") or {}
 
 
