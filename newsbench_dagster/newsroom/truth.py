@@ -8,8 +8,10 @@ server started with expose_truth=True.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from datetime import date, datetime
+from datetime import datetime
 from typing import Any
+
+from newsbench_dagster.core.json_ready import json_ready
 
 from .clock import as_utc
 from .site_world import FEED_SIZE, SiteWorld
@@ -68,16 +70,7 @@ class SiteTruth:
     traps: list[dict[str, Any]]  # on the front page now, and in the articles above
 
     def as_dict(self) -> dict[str, Any]:
-        def plain(value: Any) -> Any:
-            if isinstance(value, datetime | date):
-                return value.isoformat()
-            if isinstance(value, dict):
-                return {k: plain(v) for k, v in value.items()}
-            if isinstance(value, list | tuple):
-                return [plain(v) for v in value]
-            return value
-
-        return plain(asdict(self))
+        return json_ready(asdict(self))
 
 
 def site_truth(site: SiteWorld, at: datetime) -> SiteTruth:

@@ -8,6 +8,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
+from newsbench_dagster.core.json_ready import json_ready
+
 
 @dataclass(frozen=True)
 class Candidate:
@@ -88,13 +90,4 @@ class PageRecord:
     errors: tuple[str, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
-        def plain(value: Any) -> Any:
-            if isinstance(value, datetime):
-                return value.isoformat()
-            if isinstance(value, dict):
-                return {k: plain(v) for k, v in value.items()}
-            if isinstance(value, list | tuple):
-                return [plain(v) for v in value]
-            return value
-
-        return plain(asdict(self))
+        return json_ready(asdict(self))

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from datetime import date, datetime
 from typing import Any, Literal
 
+from newsbench_dagster.core.json_ready import json_ready
 from newsbench_dagster.core.scoring.grading.compare import run_comparison
 from newsbench_dagster.core.scoring.grading.extract import extract_fields
 from newsbench_dagster.core.scoring.grading.spec import Check, GradingSpec
@@ -29,19 +29,7 @@ class GradeResult:
     reasons: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict:
-        return _jsonable(asdict(self))
-
-
-def _jsonable(v: Any) -> Any:
-    if isinstance(v, dict):
-        return {str(k): _jsonable(x) for k, x in v.items()}
-    if isinstance(v, list | tuple | set):
-        return [_jsonable(x) for x in v]
-    if v is None or isinstance(v, str | int | float | bool):
-        return v
-    if isinstance(v, date | datetime):
-        return v.isoformat()
-    return str(v)
+        return json_ready(asdict(self))
 
 
 def _ask_judge(judge: Judge, check: Check, answer: Any, extracted: dict) -> tuple[str, str | None]:
