@@ -1,7 +1,5 @@
 """Run every task with every main-channel agent in a real browser, then score every run."""
 
-from collections import Counter
-
 import pandas as pd
 from dagster import AssetExecutionContext, MetadataValue
 
@@ -12,6 +10,7 @@ from newsbench_dagster.core.harness.runner import run_tasks
 from newsbench_dagster.core.scoring.score import score_safely
 from newsbench_dagster.core.scoring.witness import AMBIGUOUS, apply_witness
 from newsbench_dagster.defs.partitions import partition_of, site_day_asset
+from newsbench_dagster.defs.progress import RunLog
 from newsbench_dagster.resources import (
     AgentRegistryResource,
     ArtifactStoreResource,
@@ -49,24 +48,14 @@ def agent_runs(
         options=browser.options(),
         robots_origins={o for t in tasks for o in t["allowed_origins"]},
     )
-    total = len(tasks) * len(manifests) * browser.trials
-    done = Counter()
-
-    def progress(row: dict) -> None:
-        done[row["run_status"]] += 1
-        context.log.info(
-            f"run {sum(done.values())}/{total}: {row['intent']} "
-            f"{row['agent_version']} -> {row['run_status']}"
-            + (f" ({row['env_failure']})" if row["env_failure"] else "")
-        )
-
-    rows = run_tasks(tasks, day, runner, progress) if tasks else []
+    log = RunLog(context, len(tasks) * len(manifests) * browser.trials)
+    rows = run_tasks(tasks, day, runner, log.progress) if tasks else []
     df = frame("agent_runs", rows)
     context.add_output_metadata(
         {
             "runs": len(df),
             "agents": MetadataValue.json([m.agent_version for m in manifests]),
-            "run_status": MetadataValue.json(dict(done)),
+            "run_status": MetadataValue.json(dict(log.statuses)),
             "env_failures": int(df["env_failure"].notna().sum()),
         }
     )

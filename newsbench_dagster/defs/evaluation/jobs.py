@@ -43,24 +43,22 @@ def _site_day_runs(sites: list[str], day: str, key: str, trigger: str) -> list[R
     ]
 
 
-@schedule(
-    cron_schedule="0 22 * * *",
-    job=site_day_job,
-    execution_timezone="UTC",
-    default_status=DefaultScheduleStatus.STOPPED,
-)
+# Both schedules run the site-day job on UTC days, off until a deployment switches them on.
+_SITE_DAY_SCHEDULE = {
+    "job": site_day_job,
+    "execution_timezone": "UTC",
+    "default_status": DefaultScheduleStatus.STOPPED,
+}
+
+
+@schedule(cron_schedule="0 22 * * *", **_SITE_DAY_SCHEDULE)
 def nightly_sweep(context: ScheduleEvaluationContext):
     """Every night, evaluate each allowlisted site for the current day."""
     day = context.scheduled_execution_time.strftime("%Y-%m-%d")
     return _site_day_runs(SITE_KEYS, day, f"{{site}}|{day}", "nightly")
 
 
-@schedule(
-    cron_schedule="30 * * * *",
-    job=site_day_job,
-    execution_timezone="UTC",
-    default_status=DefaultScheduleStatus.STOPPED,
-)
+@schedule(cron_schedule="30 * * * *", **_SITE_DAY_SCHEDULE)
 def hourly_canary(context: ScheduleEvaluationContext):
     """Every hour, a rotating pair of sites for the current day: drift and breakage show up
     within hours, not at the next nightly sweep."""

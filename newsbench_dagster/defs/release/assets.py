@@ -2,7 +2,6 @@
 the shipped baseline on the same tasks, is scored, and gets a decision record. The plan, the
 evaluation and the decision are `core.release`'s; `newsbench gate` calls the same functions."""
 
-from collections import Counter
 from datetime import UTC, datetime, timedelta
 
 import pandas as pd
@@ -19,6 +18,7 @@ from newsbench_dagster.core.release.evaluate import (
 )
 from newsbench_dagster.core.release.plan import plan_task_set, task_set_key
 from newsbench_dagster.defs.partitions import candidate_asset
+from newsbench_dagster.defs.progress import RunLog
 from newsbench_dagster.resources import (
     AgentRegistryResource,
     ArtifactStoreResource,
@@ -91,16 +91,7 @@ def candidate_runs(
     )
     store = artifacts.store()
     store.put_json(task_set_key(version), task_set.saved(version, baseline.agent_version))
-    total = len(task_set.tasks) * 2 * policy.trials
-    done = Counter()
-
-    def progress(row: dict) -> None:
-        done[row["run_status"]] += 1
-        context.log.info(
-            f"run {sum(done.values())}/{total}: {row['agent_version']} {row['intent']} "
-            f"-> {row['run_status']}"
-        )
-
+    log = RunLog(context, len(task_set.tasks) * 2 * policy.trials)
     ev = run_evaluation(
         candidate,
         baseline,
@@ -112,7 +103,7 @@ def candidate_runs(
         registry=registry,
         settings=browser.settings(),
         options=browser.options(),
-        progress=progress,
+        progress=log.progress,
     )
     df = frame("candidate_runs", ev.runs)
     context.add_output_metadata(
