@@ -1,52 +1,43 @@
 """Reading feeds, sitemaps and homepages into items: what the producer sees of a site.
 
 RSS 0.9x/1.0/2.0 and Atom are parsed by feedparser, JSON Feed by `json`, sitemaps (news,
-video, image, index) and homepages by lxml. Bytes are normalised first in `parse_document`:
-gzip is inflated, oversized documents refused, wrong or missing charsets repaired, and the
-format sniffed in one place (`sniff_kind`). A document that cannot be read yields a
-`ParsedFeed` with `error` set, never an exception: one broken feed must not stop the poll of a
-site. Nothing here touches the network: a sitemap index lists its children, it does not fetch
-them.
+video, image, index) and homepages by lxml. Bytes are normalised first in `parse_document`
+(with `feed_bytes`): gzip is inflated, oversized documents refused, wrong or missing charsets
+repaired, and the format sniffed in one place (`sniff_kind`). A document that cannot be read
+yields a `ParsedFeed` with `error` set, never an exception: one broken feed must not stop the
+poll of a site. Nothing here touches the network: a sitemap index lists its children, it does
+not fetch them.
 """
 
 from __future__ import annotations
 
-import codecs
 import html
 import json
 import re
-import zlib
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from time import struct_time
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
-import charset_normalizer
 import feedparser
 from lxml import etree
 from lxml import html as lxml_html
 
 from newsbench_dagster.core.reading.page_bytes import BINARY_MAGIC
 from newsbench_dagster.core.reading.text import parse_time
+from newsbench_dagster.core.web.feed_bytes import (
+    BOMS,
+    MAX_DOCUMENT_BYTES,
+    decode_text,
+    gunzip,
+    strip_bom,
+    too_big,
+    utf8_xml,
+)
 
 JSONFEED_VERSION_PREFIX = "https://jsonfeed.org/version/"
 
-# Google caps a sitemap at 50 MB uncompressed; nothing legitimate a poller reads is bigger.
-MAX_DOCUMENT_BYTES = 50 * 1024 * 1024
-MAX_DECOMPRESSED_BYTES = 50 * 1024 * 1024
-_MB = 1024 * 1024
-
-_BOMS = (
-    (codecs.BOM_UTF32_LE, "utf-32"),
-    (codecs.BOM_UTF32_BE, "utf-32"),
-    (codecs.BOM_UTF8, "utf-8-sig"),
-    (codecs.BOM_UTF16_LE, "utf-16"),
-    (codecs.BOM_UTF16_BE, "utf-16"),
-)
-_XML_DECL = re.compile(rb"^\s*<\?xml[^>]*?>", re.IGNORECASE)
-_DECL_ENCODING = re.compile(rb"""encoding\s*=\s*["']([A-Za-z0-9._:\-]+)["']""", re.IGNORECASE)
-_HEADER_CHARSET = re.compile(r"charset\s*=\s*[\"']?([A-Za-z0-9._:\-]+)", re.IGNORECASE)
 _COMMENT = re.compile(rb"<!--.*?(-->|$)", re.S)
 _FIRST_TAG = re.compile(rb"<([a-z_][\w:.\-]*)")
 _ROOTS = {
@@ -99,7 +90,7 @@ def sniff_kind(content: bytes, headers: dict[str, str] | None = None) -> str:
     """Guess what a document is from its Content-Type and first element: jsonfeed,
     sitemap_index, sitemap, atom, rss or homepage (HTML)."""
     ctype = (headers or {}).get("content-type", "").lower()
-    head = _strip_bom(content[:4096]).lstrip()
+    head = strip_bom(content[:4096]).lstrip()
     if head[:1] in (b"{", b"[") or "application/feed+json" in ctype:
         return "jsonfeed"
     if "json" in ctype and not head.startswith(b"<"):
@@ -127,14 +118,14 @@ def parse_document(
     look-alikes: a configured sitemap may be an index, a configured feed a JSON Feed.
     """
     if len(content) > MAX_DOCUMENT_BYTES:
-        return ParsedFeed(kind=kind or "rss", error=_too_big("document", len(content)))
+        return ParsedFeed(kind=kind or "rss", error=too_big("document", len(content)))
     if content[:2] == b"\x1f\x8b":
-        content, problem = _gunzip(content)
+        content, problem = gunzip(content)
         if problem:
             return ParsedFeed(kind=kind or "sitemap", error=problem)
     sniffed = sniff_kind(content, headers)
     kind = _resolve_kind(kind, sniffed)
-    if not _strip_bom(content).strip():
+    if not strip_bom(content).strip():
         return ParsedFeed(kind=kind, error="empty document")
     if kind == "homepage":
         return parse_homepage(content, base_url)
@@ -162,122 +153,13 @@ def _not_a_feed(content: bytes, sniffed: str) -> str | None:
         if content.startswith(magic):
             return f"not a feed: a {what}"
     head = content[:1024]
-    if b"\x00" in head and not any(head.startswith(bom) for bom, _ in _BOMS):
+    if b"\x00" in head and not any(head.startswith(bom) for bom, _ in BOMS):
         return "not a feed: binary data"
     if sniffed == "homepage":  # an error or login page served in place of the feed
         title = re.search(rb"<title[^>]*>(.*?)</title", content[:65536], re.I | re.S)
         name = _plain(title.group(1).decode("utf-8", "replace")) if title else None
         return "not a feed: an HTML page" + (f" ({name!r})" if name else "")
     return None
-
-
-def _too_big(what: str, size: int) -> str:
-    return f"{what} is {size / _MB:.1f} MB, over the {MAX_DOCUMENT_BYTES // _MB} MB limit"
-
-
-def _gunzip(content: bytes) -> tuple[bytes, str | None]:
-    """Inflate a gzip body (a .xml.gz sitemap), refusing bombs and truncated streams."""
-    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    try:
-        out = inflater.decompress(content, MAX_DECOMPRESSED_BYTES + 1)
-    except zlib.error as e:
-        return b"", f"corrupt gzip: {e}"
-    if len(out) > MAX_DECOMPRESSED_BYTES:
-        limit = MAX_DECOMPRESSED_BYTES // _MB
-        return b"", f"decompressed size exceeds {limit} MB (gzip bomb?)"
-    if not inflater.eof:
-        return b"", f"truncated gzip: stream ends after {len(content)} bytes"
-    return out, None
-
-
-def _strip_bom(content: bytes) -> bytes:
-    for bom, _ in _BOMS:
-        if content.startswith(bom):
-            return content[len(bom) :]
-    return content
-
-
-def _declared_charset(content: bytes, headers: dict[str, str] | None) -> str | None:
-    """The charset a document claims: a BOM, then HTTP Content-Type, then the XML declaration."""
-    for bom, name in _BOMS:
-        if content.startswith(bom):
-            return name
-    if m := _HEADER_CHARSET.search((headers or {}).get("content-type", "")):
-        return m.group(1)
-    if (decl := _XML_DECL.match(content)) and (m := _DECL_ENCODING.search(decl.group(0))):
-        return m.group(1).decode("ascii")
-    return None
-
-
-def _decode(content: bytes, headers: dict[str, str] | None) -> tuple[str, str | None]:
-    """The document as text, and a note when its declared charset had to be overridden.
-
-    Publishers declare UTF-8 and serve windows-1252, or declare nothing at all; such titles
-    must still come out readable, so charset-normalizer guesses when the declaration fails.
-    """
-    declared = _declared_charset(content, headers)
-    if declared and _is_western_single_byte(declared) and not content.isascii():
-        # Latin-1 never fails to decode, so a UTF-8 feed labelled latin-1 would come out as
-        # "Ã©"; non-ASCII bytes that are valid UTF-8 are almost never really latin-1.
-        try:
-            text = content.decode("utf-8")
-        except UnicodeDecodeError:
-            pass
-        else:
-            note = f"declared {declared} but the bytes are UTF-8: decoded as utf-8"
-            return text.removeprefix("\ufeff"), note
-    try:
-        text = content.decode(declared or "utf-8")
-    except (UnicodeDecodeError, LookupError):
-        text = None
-    if text is not None and "\ufffd" not in text:
-        return text.removeprefix("\ufeff"), None
-    guess = _guess_charset(content)
-    guessed = content.decode(guess, "replace")
-    if text is not None and "\ufffd" in text and "\ufffd" in guessed:
-        return text.removeprefix("\ufeff"), "text contains U+FFFD replacement characters"
-    said = f"declared {declared}" if declared else "no charset declared"
-    return guessed.removeprefix("\ufeff"), (
-        f"{said} but the bytes are not {declared or 'utf-8'}: decoded as {guess}"
-    )
-
-
-def _is_western_single_byte(charset: str) -> bool:
-    try:
-        return codecs.lookup(charset).name in ("iso8859-1", "cp1252", "iso8859-15")
-    except LookupError:
-        return False
-
-
-def _guess_charset(content: bytes) -> str:
-    """charset-normalizer's guess, except that among equally plausible single-byte charsets
-    windows-1252 wins: it is what mislabelled Western feeds are in (and what WHATWG reads
-    "latin-1" as), while cp1250 would turn "à" into "ŕ"."""
-    matches = list(charset_normalizer.from_bytes(content))
-    if not matches:
-        return "cp1252"
-    best = min(m.chaos for m in matches)
-    for m in matches:
-        if m.chaos <= best + 0.01 and "cp1252" in m.could_be_from_charset:
-            return "cp1252"
-    return matches[0].encoding
-
-
-def _utf8_xml(content: bytes, headers: dict[str, str] | None) -> tuple[bytes, str | None]:
-    """UTF-8 bytes whose XML declaration says so (what lxml and feedparser then trust)."""
-    declared = (_declared_charset(content, headers) or "utf-8").lower().replace("_", "-")
-    if declared in ("utf-8", "utf8"):
-        try:
-            if "\ufffd" not in content.decode("utf-8"):
-                return content, None  # the common case: nothing to repair
-        except UnicodeDecodeError:
-            pass
-    text, note = _decode(content, headers)
-    body = text.encode("utf-8")
-    if decl := _XML_DECL.match(body):
-        fixed = _DECL_ENCODING.sub(b'encoding="utf-8"', decl.group(0), count=1)
-        body = fixed + body[decl.end() :]
-    return body, note
 
 
 # -- text ------------------------------------------------------------------------------------
@@ -345,7 +227,7 @@ def parse_feed(
 ) -> ParsedFeed:
     """RSS 0.9x/1.0/2.0 or Atom. feedparser resolves xml:base and relative links against
     the feed URL (content-location); charsets are repaired before it sees the bytes."""
-    body, charset_note = _utf8_xml(content, headers)
+    body, charset_note = utf8_xml(content, headers)
     response_headers = {
         "content-type": "application/xml; charset=utf-8",
         "content-location": base_url,
@@ -386,7 +268,7 @@ def parse_jsonfeed(
     content: bytes, base_url: str, headers: dict[str, str] | None = None
 ) -> ParsedFeed:
     """JSON Feed 1.0/1.1 (https://www.jsonfeed.org/version/1.1/)."""
-    text, charset_note = _decode(content, headers)
+    text, charset_note = decode_text(content, headers)
     salvaged = None
     try:
         doc: Any = json.loads(text)
@@ -478,7 +360,7 @@ def parse_sitemap(
 ) -> ParsedFeed:
     """A urlset (news, video or image sitemap) or a sitemap index, whose children are listed
     with role "sitemap" for the poller to follow. A truncated file is salvaged."""
-    body, charset_note = _utf8_xml(content, headers)
+    body, charset_note = utf8_xml(content, headers)
     parser = etree.XMLParser(resolve_entities=False, no_network=True, recover=True, huge_tree=True)
     try:
         root = etree.fromstring(body, parser=parser)

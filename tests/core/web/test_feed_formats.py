@@ -14,12 +14,8 @@ import pytest
 from typer.testing import CliRunner
 
 from newsbench_dagster.cli import app
-from newsbench_dagster.core.web.feeds import (
-    MAX_DECOMPRESSED_BYTES,
-    MAX_DOCUMENT_BYTES,
-    parse_document,
-    sniff_kind,
-)
+from newsbench_dagster.core.web.feed_bytes import MAX_DECOMPRESSED_BYTES, MAX_DOCUMENT_BYTES
+from newsbench_dagster.core.web.feeds import parse_document, sniff_kind
 from tests.support.paths import FIXTURES as TEST_FIXTURES
 
 FIXTURES = TEST_FIXTURES / "feeds"
