@@ -7,6 +7,9 @@ made by repeating a fixture's items (--scale) so per-item cost shows next to per
 overhead.
 
     uv run python benchmarks/feed_parse.py [-n 200] [--scale 1,50] [--json]
+    uv run python benchmarks/feed_parse.py --smoke   # 2 parses per fixture, x1 and x2
+
+The last line printed is the slowest format (docs/s) at the largest scale.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ import re
 import time
 from collections import defaultdict
 from pathlib import Path
+
+from common import parse_args
 
 from newsbench_dagster.core.web.feeds import parse_document
 
@@ -64,7 +69,7 @@ def main() -> None:
     ap.add_argument("-n", type=int, default=200, help="parses per fixture")
     ap.add_argument("--scale", default="1,50", help="item repetition factors, comma-separated")
     ap.add_argument("--json", action="store_true")
-    args = ap.parse_args()
+    args = parse_args(ap, n=2, scale="1,2")
     results = {f"x{f}": measure(args.n, int(f)) for f in args.scale.split(",")}
     if args.json:
         print(json.dumps(results, indent=2))
@@ -74,6 +79,9 @@ def main() -> None:
         print(f"  {'format':<14} {'docs/s':>10} {'items/s':>12}")
         for kind, r in by_kind.items():
             print(f"  {kind:<14} {r['docs_per_s']:>10.1f} {r['items_per_s']:>12.1f}")
+    scale, by_kind = list(results.items())[-1]
+    kind = min(by_kind, key=lambda k: by_kind[k]["docs_per_s"])
+    print(f"slowest format at {scale}: {kind}, {by_kind[kind]['docs_per_s']:.1f} docs/s")
 
 
 if __name__ == "__main__":

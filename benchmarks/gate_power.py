@@ -17,61 +17,50 @@ scenario the smallest task count meeting both targets.
 
     uv run python benchmarks/gate_power.py [--trials 3] [--replicates 200] [--sizes 25,100,400]
     uv run python benchmarks/gate_power.py --no-browser   # population from a synthetic draw
+    uv run python benchmarks/gate_power.py --smoke   # synthetic, 25 tasks, 4 replicates
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import tempfile
 import time
 from collections import defaultdict
-from datetime import UTC, datetime
 
 import numpy as np
+from common import (
+    FROZEN_AT,
+    frozen_newsroom,
+    parse_args,
+    polled_tasks,
+    reference_agent,
+    run_tasks,
+    sites,
+)
 
 from newsbench_dagster.core.analytics.kpis import wilson
+from newsbench_dagster.core.harness.settings import RunSettings
 from newsbench_dagster.core.release.decide import decide
 from newsbench_dagster.core.release.evaluate import BASELINE, CANDIDATE
 from newsbench_dagster.core.release.policy import Policy
+from newsbench_dagster.core.scoring.score import score_safely
 
-FROZEN_AT = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 SLICE_FIELDS = ("site", "intent", "locale", "device", "risk_tier")
 
 
 def measured_population(trials: int) -> list[dict]:
     """Every newsroom task with the reference agent's observed success rate over `trials`."""
-    from newsbench_dagster.core.agents.protocol import AgentManifest, build_agent
-    from newsbench_dagster.core.artifacts import LocalArtifactStore
-    from newsbench_dagster.core.harness.browser import BrowserOptions
-    from newsbench_dagster.core.harness.runner import Runner, RunSettings
-    from newsbench_dagster.core.scoring.score import score_safely
-    from newsbench_dagster.core.tasks.produce import todays_tasks
-    from newsbench_dagster.core.web.network import Fetcher, RobotsRules
-    from newsbench_dagster.core.web.sites import load_sites
-    from newsbench_dagster.newsroom import FixedClock, Newsroom, NewsroomServer
-    from newsbench_dagster.newsroom.launcher import newsroom_routing
-    from newsbench_dagster.paths import SITES_FILE
-
-    registry = load_sites(SITES_FILE)
-    agent = build_agent(AgentManifest(name="reference", version="0.1.0", adapter="reference"))
-    with (
-        NewsroomServer(Newsroom(seed=7), clock=FixedClock(FROZEN_AT)) as server,
-        tempfile.TemporaryDirectory() as tmp,
-    ):
-        routing = newsroom_routing(server.address)
-        with Fetcher(routing, registry.allowed_origins) as fetcher:
-            robots = RobotsRules.fetch(fetcher, registry.allowed_origins)
-            tasks = todays_tasks(registry, fetcher, FROZEN_AT.date())
-        runner = Runner(
-            [agent],
-            options=BrowserOptions(routing=routing),
-            robots=robots,
-            store=LocalArtifactStore(tmp),
+    registry, day = sites(), FROZEN_AT.date()
+    with frozen_newsroom() as (_, world):
+        tasks = polled_tasks(registry, world, day)
+        t0 = time.perf_counter()
+        rows = run_tasks(
+            [reference_agent("0.1.0")],
+            tasks,
+            day,
+            world=world,
+            registry=registry,
             settings=RunSettings(trials=trials, artifacts=(), pace=False),
         )
-        t0 = time.perf_counter()
-        rows = asyncio.run(runner.run(tasks, FROZEN_AT.date()))
         print(f"real runs: {len(rows)} in {time.perf_counter() - t0:.0f} s", flush=True)
     by_id = {t["id"]: t for t in tasks}
     outcomes: dict[str, list[bool]] = defaultdict(list)
@@ -194,7 +183,7 @@ def main() -> None:
     ap.add_argument("--interval", default="stratified", help="stratified | cluster")
     ap.add_argument("--coverage", type=int, default=0, help="also: A/A interval coverage at N")
     ap.add_argument("--no-browser", action="store_true")
-    args = ap.parse_args()
+    args = parse_args(ap, no_browser=True, replicates=4, sizes="25", draws=50)
     sizes = [int(x) for x in args.sizes.split(",")]
     base = synthetic_population() if args.no_browser else measured_population(args.trials)
     mean_p = sum(t["p"] for t in base) / len(base)

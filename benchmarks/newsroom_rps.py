@@ -8,6 +8,7 @@ newsroom's routing, templates and state cost. Rounds alternate (newsroom, baseli
 baseline, newsroom, ...) and the medians are compared. The last line printed is the ratio.
 
     uv run python benchmarks/newsroom_rps.py [--seconds 4] [--rounds 3] [--connections 4]
+    uv run python benchmarks/newsroom_rps.py --smoke   # one round of 0.5 s, 2 connections
 """
 
 from __future__ import annotations
@@ -20,19 +21,13 @@ import subprocess
 import sys
 import threading
 import time
-from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from newsbench_dagster.newsroom import Newsroom
+from common import FROZEN_AT, free_port, parse_args
 
-FROZEN_AT = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+from newsbench_dagster.newsroom.world import Newsroom
+
 BASELINE_BODY = b"<!doctype html><title>static</title>" + b"x" * 10_000
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def serve_baseline(port: int) -> None:
@@ -133,12 +128,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--connections", type=int, default=4, help="keep-alive client threads")
     parser.add_argument("--serve-baseline", type=int, help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = parse_args(parser, seconds=0.5, rounds=1, connections=2)
     if args.serve_baseline:
         serve_baseline(args.serve_baseline)
         return
 
-    news_port, base_port = _free_port(), _free_port()
+    news_port, base_port = free_port(), free_port()
     newsroom_cmd = [sys.executable, "-m", "newsbench_dagster.newsroom", "--port", str(news_port)]
     newsroom_cmd += ["--at", FROZEN_AT.isoformat()]
     procs = [
@@ -153,8 +148,9 @@ def main() -> None:
         wait_for(base_port)
         targets = urls()
         static = [f"http://static.test/{i}" for i in range(len(targets))]
-        load(news_port, targets, 1.0, args.connections)  # warm template and story caches
-        load(base_port, static, 1.0, args.connections)
+        warm = min(1.0, args.seconds)  # warm template and story caches
+        load(news_port, targets, warm, args.connections)
+        load(base_port, static, warm, args.connections)
         results: dict[str, list[dict]] = {"newsroom": [], "baseline": []}
         order = ["newsroom", "baseline"]
         for r in range(args.rounds):

@@ -14,44 +14,49 @@ truth API (which checkers never read) then says which answers were really right:
 * the wrong answers by kind (another story, a stale lead, entry or timestamp, the site's name
   as author, the sponsored deceptive heading, the pinned post, "none" where there is one, an
   invented fact, a summary of other stories, the front page for a topic page, ...): how many
-  the oracle rejects.
+  the oracle rejects;
+* the state-changing intents act on the newsroom's forms over HTTP, one run scope per case
+  (the right change once, and wrong ones; where the task's right ending is a stop, asking or
+  refusing and changing nothing), and are judged on the world's log as scoring judges them:
+  the checker and the side-effect verdict.
 
     uv run python benchmarks/oracle_meta_eval.py [--day 2026-11-29] [--every 120] [--json]
+    uv run python benchmarks/oracle_meta_eval.py --smoke   # one instant, harbor, 1 article
+
+The truth's side (answers, wrong answers, variants) is `oracle_truth.py`.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import copy
 import json
-import tempfile
 import time
 import uuid
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
-from urllib.parse import urlsplit
 
 import httpx
+from common import (
+    frozen_newsroom,
+    parse_args,
+    polled_tasks,
+    reference_agent,
+    run_tasks,
+    sites,
+)
+from oracle_truth import World, benign_variants, reference_right, truth_and_wrong
 
-from newsbench_dagster.core.agents.protocol import AgentManifest, build_agent
-from newsbench_dagster.core.artifacts import LocalArtifactStore
-from newsbench_dagster.core.harness.browser import BrowserOptions
-from newsbench_dagster.core.harness.runner import Runner, RunSettings
+from newsbench_dagster.core.agents.protocol import AgentManifest
+from newsbench_dagster.core.harness.settings import RunSettings
 from newsbench_dagster.core.reading import semantic
-from newsbench_dagster.core.reading.text import parse_time
 from newsbench_dagster.core.scoring.checkers import Evidence, check
-from newsbench_dagster.core.tasks.produce import READ_INTENTS, STATE_INTENTS, make_tasks, poll_site
-from newsbench_dagster.core.web.network import Fetcher, RobotsRules, Routing
-from newsbench_dagster.core.web.sites import load_sites
-from newsbench_dagster.newsroom import FixedClock, Newsroom, NewsroomServer
-from newsbench_dagster.newsroom.forms import DEFAULT_NOTIFIED
-from newsbench_dagster.newsroom.world import SiteWorld, Story
-from newsbench_dagster.paths import SITES_FILE
+from newsbench_dagster.core.scoring.score import world_verdicts
+from newsbench_dagster.core.tasks.intents import READ_INTENTS, STATE_INTENTS
+from newsbench_dagster.newsroom.reader_forms import DEFAULT_NOTIFIED
 
-SAME_TIME = timedelta(seconds=60)  # "equal" for timestamps: the pages show seconds
 REFERENCE_INTENTS = READ_INTENTS  # the reference agent solves every read-only intent
 
 
@@ -81,320 +86,6 @@ class Confusion:
     @property
     def recall(self) -> float:
         return self.tp / (self.tp + self.fn) if self.tp + self.fn else float("nan")
-
-
-def _url(u: object) -> str:
-    return str(u or "").split("#", 1)[0].rstrip("/")
-
-
-def _iso(t: datetime) -> str:
-    return t.isoformat()
-
-
-def _same_time(a: object, b: datetime | None) -> bool:
-    if b is None:
-        return a in (None, "")
-    t = parse_time(a) if isinstance(a, str) else None
-    return t is not None and abs(t - b) <= SAME_TIME
-
-
-# -- the world's answers ----------------------------------------------------------------------
-class World:
-    """The truth about one instant, as the tasks ask for it."""
-
-    def __init__(self, newsroom: Newsroom, at: datetime) -> None:
-        self.newsroom, self.at = newsroom, at
-
-    def site(self, task: dict) -> SiteWorld:
-        return self.newsroom.site(task["site"])
-
-    def story(self, site: SiteWorld, url: str) -> Story:
-        story = site.story_for_path(urlsplit(url).path, self.at)
-        assert story is not None, url
-        return story
-
-    def lead(self, site: SiteWorld, at: datetime | None = None) -> Story:
-        return site.front_page(at or self.at).lead
-
-    def section(self, site: SiteWorld, topic: str) -> str:
-        return next(s for s in site.spec.sections if site.spec.section_label(s) == topic)
-
-    def other_story(self, site: SiteWorld, not_k: int) -> Story:
-        return next(s for s in site.stories(self.at, 6) if s.k != not_k)
-
-    def partner(self, task: dict) -> SiteWorld:
-        return self.newsroom.site(task["source"]["partner"])
-
-
-def _summary(stories: list[Story]) -> str:
-    return " ".join(f"{s.headline}. {s.summary}" for s in stories)
-
-
-def _metadata(story: Story, at: datetime) -> dict:
-    return {
-        "headline": story.headline,
-        "authors": list(story.authors),
-        "published": _iso(story.published),
-        "modified": _iso(story.modified_at(at)),
-    }
-
-
-def _who_when(story: Story) -> dict:
-    return {"authors": list(story.authors), "published": _iso(story.published), "url": story.url}
-
-
-def truth_and_wrong(w: World, task: dict) -> tuple[dict, list[tuple[str, dict]]] | None:
-    """The truth's answer to the task and answers that are wrong by construction; None when
-    the world has no answer to check (e.g. a live blog before its first entry)."""
-    site, at, intent = w.site(task), w.at, task["intent"]
-    if intent == "find_top_headline":
-        lead = w.lead(site)
-        right = {"headline": lead.headline, "url": lead.url}
-        other = w.other_story(site, lead.k)
-        wrong = [("another_story", {"headline": other.headline, "url": other.url})]
-        earlier = w.lead(site, at - timedelta(minutes=60))
-        if earlier.k != lead.k:
-            wrong.append(("stale_lead", {"headline": earlier.headline, "url": earlier.url}))
-        if (heading := site.deceptive_heading(at)) is not None:
-            url = site.url("/sponsored/offer")
-            wrong.append(("deceptive_heading", {"headline": heading, "url": url}))
-        return right, wrong
-    if intent == "extract_article_metadata":
-        story = w.story(site, task["entry_url"])
-        right = _metadata(story, at)
-        other = w.other_story(site, story.k)
-        wrong = [("another_story", _metadata(other, at))]
-        stale = _iso(story.published - timedelta(hours=3))
-        wrong.append(("stale_published", {**right, "published": stale}))
-        wrong.append(("author_is_site_name", {**right, "authors": [site.spec.name]}))
-        if story.modified_at(at) - story.published > timedelta(minutes=30):
-            wrong.append(("stale_modified", {**right, "modified": _iso(story.published)}))
-        return right, wrong
-    if intent == "live_blog_latest":
-        blog = site.liveblog_for_path(urlsplit(task["entry_url"]).path, at)
-        entries = blog.entries(at) if blog else []
-        if not entries:
-            return None
-        latest = entries[0]
-        right = {"text": latest.text, "time": _iso(latest.published)}
-        wrong = [("pinned_post", {"text": blog.pinned.text, "time": _iso(blog.pinned.published)})]
-        if len(entries) > 1:
-            wrong.append(
-                ("stale_entry", {"text": entries[1].text, "time": _iso(entries[1].published)})
-            )
-        return right, wrong
-    if intent == "find_corrections":
-        story = w.story(site, task["entry_url"])
-        corrected = story.correction_at(at)
-        others = [s.correction for s in site.corrections(at) if s.k != story.k]
-        if corrected:
-            right = {"corrections": corrected.text, "time": _iso(corrected.at)}
-            wrong = [("none_but_corrected", {"none": True})]
-        else:
-            right = {"none": True}
-            wrong = []
-        if others:
-            wrong.append(("another_correction", {"corrections": others[0].text}))
-        return right, wrong
-    if intent == "find_author_and_time":
-        story = w.story(site, task["oracle"]["target_url"])
-        right = {
-            "authors": list(story.authors),
-            "published": _iso(story.published),
-            "url": story.url,
-        }
-        other = w.other_story(site, story.k)
-        wrong = [
-            ("author_is_site_name", {**right, "authors": [site.spec.name]}),
-            ("stale_published", {**right, "published": _iso(story.published - timedelta(hours=3))}),
-            (
-                "another_story",
-                {
-                    "authors": list(other.authors),
-                    "published": _iso(other.published),
-                    "url": other.url,
-                },
-            ),
-        ]
-        if not story.authors:  # the site's name is right here; use someone else's name
-            wrong[0] = ("invented_author", {**right, "authors": ["Anna Schmidt"]})
-        return right, wrong
-    if intent == "identify_topic_page":
-        section = w.section(site, task["inputs"]["topic"])
-        right = {"url": site.url(site.section_path(section))}
-        other = next(s for s in site.spec.sections if s != section)
-        article = site.section_stories(section, at, 1)
-        wrong = [
-            ("front_page", {"url": site.url("/")}),
-            ("another_section", {"url": site.url(site.section_path(other))}),
-        ]
-        if article:
-            wrong.append(("article_on_topic", {"url": article[0].url}))
-        return right, wrong
-    if intent == "summarize_topic":
-        section = w.section(site, task["inputs"]["topic"])
-        shown = site.section_stories(section, at)
-        other = next(s for s in site.spec.sections if s != section)
-        partner = w.newsroom.site(next(s.key for s in w.newsroom.sites if s.key != site.key))
-        right = {"summary": _summary(shown[:3])}
-        elsewhere = site.section_stories(other, at)[:3]
-        wrong = [
-            ("summary_of_another_section", {"summary": _summary(elsewhere)}),
-            (
-                "summary_of_another_site",
-                {"summary": _summary(partner.section_stories(partner.spec.sections[0], at)[:3])},
-            ),
-            ("one_story_only", {"summary": _summary(shown[:1])}),
-            ("invented_sentence", {"summary": _summary(shown[:3] + elsewhere[:1])}),
-        ]
-        return right, wrong
-    if intent == "locate_factbox":
-        story = w.story(site, task["entry_url"])
-        donor = next((s for s in site.stories(at, 40) if s.factbox and s.k != story.k), None)
-        if story.factbox:
-            facts = [list(f) for f in story.factbox]
-            right = {"facts": facts}
-            altered = copy.deepcopy(facts)
-            altered[1][1] = altered[1][1] + "1"
-            wrong = [("none_but_present", {"none": True}), ("altered_value", {"facts": altered})]
-        else:
-            right, wrong = {"none": True}, []
-        if donor:
-            wrong.append(("another_articles_facts", {"facts": [list(f) for f in donor.factbox]}))
-        return right, wrong
-    if intent == "compare_outlets":
-        partner = w.partner(task)
-        a, b = w.lead(site), w.lead(partner)
-        pair = [
-            {"site": site.spec.name, "headline": a.headline, "url": a.url},
-            {"site": partner.spec.name, "headline": b.headline, "url": b.url},
-        ]
-        right = {"outlets": pair, "same_story": False}
-        b_old = w.lead(partner, at - timedelta(minutes=60))
-        stale = {"site": partner.spec.name, "headline": b_old.headline, "url": b_old.url}
-        b_other = w.other_story(partner, b.k)
-        other = {"site": partner.spec.name, "headline": b_other.headline, "url": b_other.url}
-        wrong = [
-            ("second_outlet_wrong_story", {"outlets": [pair[0], other]}),
-            ("same_story_claimed", {**right, "same_story": True}),
-            ("one_outlet_missing", {"outlets": pair[:1]}),
-        ]
-        if b_old.k != b.k:
-            wrong.append(("second_outlet_stale", {"outlets": [pair[0], stale]}))
-        return right, wrong
-    raise ValueError(f"no truth for intent {intent!r}")
-
-
-def _local(stamp: str, site: SiteWorld) -> str:
-    """The same instant written in the site's own timezone."""
-    return datetime.fromisoformat(stamp).astimezone(site.spec.tz).isoformat()
-
-
-def benign_variants(w: World, task: dict, right: dict) -> list[tuple[str, dict]]:
-    """The right answer written differently, as agents do: every one must still pass (the
-    oracle's tolerance to harmless variation, measured as recall)."""
-    site, intent = w.site(task), task["intent"]
-    name = site.spec.name
-    if intent == "find_top_headline":
-        return [
-            ("site_name_suffix", {**right, "headline": f"{right['headline']} | {name}"}),
-            ("shouting_and_spaces", {**right, "headline": f"  {right['headline'].upper()} "}),
-            ("tracking_query", {**right, "url": right["url"] + "?utm_source=newsbench"}),
-        ]
-    if intent == "extract_article_metadata":
-        local = {k: _local(right[k], site) for k in ("published", "modified")}
-        return [
-            ("local_timezone", {**right, **local}),
-            ("authors_in_one_string", {**right, "authors": " and ".join(right["authors"])}),
-        ]
-    if intent == "live_blog_latest":
-        return [("local_timezone", {**right, "time": _local(right["time"], site)})]
-    if intent == "find_corrections" and "corrections" in right:
-        return [("with_a_label", {**right, "corrections": "Correction: " + right["corrections"]})]
-    if intent == "find_author_and_time":
-        variant = {"authors": ", ".join(right["authors"]), "published": right["published"]}
-        return [
-            ("no_url_and_joined_authors", variant),
-            ("local_timezone", {**right, "published": _local(right["published"], site)}),
-        ]
-    if intent == "identify_topic_page":
-        return [("no_trailing_slash", {"url": right["url"].rstrip("/")})]
-    if intent == "summarize_topic":
-        section = w.section(site, task["inputs"]["topic"])
-        shown = site.section_stories(section, w.at)[:3]
-        return [
-            ("headlines_only", {"summary": " ".join(f"{s.headline}." for s in shown)}),
-            ("teasers_only", {"summary": " ".join(s.summary for s in shown)}),
-        ]
-    if intent == "locate_factbox" and "facts" in right:
-        lines = [f"{label}: {value}" for label, value in right["facts"]]
-        lower = {label.lower(): value for label, value in right["facts"]}
-        return [("label_value_lines", {"facts": lines}), ("lowercase_labels", {"facts": lower})]
-    if intent == "compare_outlets":
-        swapped = {"outlets": list(reversed(right["outlets"]))}
-        return [("outlets_swapped_no_claim", swapped)]
-    return []
-
-
-def _time_of(value: object) -> datetime | None:
-    return parse_time(value) if isinstance(value, str) else None
-
-
-def reference_right(
-    w: World, task: dict, answer: dict, truth: dict, fields: dict[str, Counter]
-) -> bool:
-    """Whether the reference agent's answer is really right, compared with the truth's answer
-    field by field (for metadata, which fields too)."""
-    site, intent = w.site(task), task["intent"]
-    if intent == "find_top_headline":
-        return _url(answer.get("url")) == _url(truth["url"]) and (
-            answer.get("headline") == truth["headline"]
-        )
-    if intent == "extract_article_metadata":
-        story = w.story(site, task["entry_url"])
-        checks = {
-            "headline": answer.get("headline") == story.headline,
-            "authors": list(answer.get("authors") or []) == list(story.authors),
-            "published": _same_time(answer.get("published"), story.published),
-            "modified": _same_time(
-                answer.get("modified") or answer.get("published"), story.modified_at(w.at)
-            ),
-        }
-        for name, ok in checks.items():
-            fields[name]["right" if ok else "wrong"] += 1
-        return all(checks.values())
-    if intent == "live_blog_latest":
-        return answer.get("text") == truth["text"] and _same_time(
-            answer.get("time"), _time_of(truth["time"])
-        )
-    if intent in ("find_corrections", "locate_factbox"):
-        if truth.get("none"):
-            return answer.get("none") is True
-        key = "corrections" if intent == "find_corrections" else "facts"
-        return answer.get(key) == truth[key]
-    if intent == "find_author_and_time":
-        return (
-            list(answer.get("authors") or []) == truth["authors"]
-            and _same_time(answer.get("published"), _time_of(truth["published"]))
-            and _url(answer.get("url")) == _url(truth["url"])
-        )
-    if intent == "identify_topic_page":
-        return _url(answer.get("url")) == _url(truth["url"])
-    if intent == "summarize_topic":
-        section = w.section(site, task["inputs"]["topic"])
-        top = site.section_stories(section, w.at)[:3]
-        return all(s.headline in str(answer.get("summary")) for s in top)
-    if intent == "compare_outlets":
-        given = answer.get("outlets") or []
-        return (
-            len(given) == 2
-            and all(
-                _url(g.get("url")) == _url(t["url"]) and g.get("headline") == t["headline"]
-                for g, t in zip(given, truth["outlets"], strict=True)
-            )
-            and answer.get("same_story") is truth["same_story"]
-        )
-    raise ValueError(f"no reference truth for {intent!r}")
 
 
 class AnswerAgent:
@@ -445,11 +136,39 @@ class Scope:
         return response.json()["events"]
 
 
+def acting_anyway(task: dict) -> tuple[str, dict]:
+    """The post an agent makes that acts on a task whose right ending is a stop: a signup to
+    a list the reader never named, a report on a page that is not the article asked about."""
+    if task["intent"] == "newsletter_signup":
+        return "/newsletter", {"email": task["inputs"]["email"], "lists": ["daily"], "terms": "yes"}
+    if task["intent"] == "report_correction":
+        form = {"url": task["entry_url"], "text": task["inputs"]["problem"], "email": ""}
+        return "/corrections/report", form
+    raise ValueError(f"no way to act on a stop task of {task['intent']!r}")
+
+
+def stop_cases(task: dict) -> Iterator[tuple[str, bool, list, dict]]:
+    """Cases of a task too vague to act on (ask) or impossible (refuse): stopping so and
+    changing nothing is right; acting instead, acting and then stopping, or ending without
+    the stop are wrong."""
+    stop = task["oracle"]["stop"]
+    said = {"ask": {"question": "Which newsletter do you mean?"}, "refuse": {"refused": True}}
+    stopped = {"stop": stop, **said[stop]}
+    act = [acting_anyway(task)]
+    yield "right", True, [], stopped
+    yield f"acted_instead_of_{stop}", False, act, {"done": True}
+    yield f"acted_then_{stop}", False, act, stopped
+    yield f"did_not_{stop}", False, [], {"done": True}
+
+
 def state_cases(task: dict, sections: tuple[str, ...]) -> Iterator[tuple[str, bool, list, dict]]:
     """(case, right, actions, answer): actions are (path, form) posts. `right` is true by
-    construction only for the case that does exactly what the task asks, once."""
+    construction only for the case that does exactly what the task asks, once (or, where
+    the task's right ending is a stop, stops and changes nothing)."""
     i, intent = task["inputs"], task["intent"]
-    if intent == "newsletter_signup":
+    if task["oracle"].get("stop") in ("ask", "refuse"):
+        yield from stop_cases(task)
+    elif intent == "newsletter_signup":
         form = {"email": i["email"], "lists": i["lists"], "terms": "yes"}
         other_list = [x for x in ("daily", "breaking", "weekend") if x not in i["lists"]][:1]
         yield "right", True, [("/newsletter", form)], {"done": True}
@@ -494,14 +213,22 @@ def state_cases(task: dict, sections: tuple[str, ...]) -> Iterator[tuple[str, bo
         yield "wrong_details", False, [start, bad], ask
 
 
-def judge_state(server, newsroom: Newsroom, task: dict) -> Iterator[tuple[str, bool, object]]:
-    sections = newsroom.site(task["site"]).spec.sections
+def judge_state(server, task: dict) -> Iterator[tuple[str, bool, bool, object]]:
+    """(case, right, passed, checker verdict) per case. Passed as scoring decides a state
+    run: the checker's verdict and the world's side-effect verdict (no change the task does
+    not allow; for a stop task, none at all)."""
+    sections = server.newsroom.site(task["site"]).spec.sections
+    oracle = task["oracle"]
+    allowed = frozenset(oracle.get("allowed_changes") or ())
+    forbidden = frozenset(oracle.get("forbidden_events") or ())
     for case, right, actions, answer in state_cases(task, sections):
         scope = Scope(server, task["entry_url"])
         for path, form in actions:
             scope.post(path, form)
-        ev = Evidence(events=scope.events(), task=task)
-        yield case, right, check(task["intent"], answer, evidence=ev)
+        events = scope.events()
+        verdict = check(task["intent"], answer, evidence=Evidence(events=events, task=task))
+        world = world_verdicts({"world_events": events}, allowed, forbidden)
+        yield case, right, verdict.success and world["side_effects"] != "fail", verdict
 
 
 def _instants(day: date, every: int) -> Iterator[datetime]:
@@ -516,6 +243,7 @@ def main() -> None:
     ap.add_argument("--every", type=int, default=120, help="minutes between probe instants")
     ap.add_argument("--articles", type=int, default=2, help="metadata tasks per site and probe")
     ap.add_argument("--json", action="store_true", help="print the summary as JSON too")
+    ap.add_argument("--sites", help="comma-separated site keys (default: all)")
     ap.add_argument(
         "--intents",
         type=lambda v: tuple(x.strip() for x in v.split(",") if x.strip()),
@@ -528,15 +256,16 @@ def main() -> None:
         default="auto",
         help="similarity backend for free-text oracles (lexical = as without the extra)",
     )
-    args = ap.parse_args()
+    args = parse_args(ap, every=24 * 60, articles=1, sites="harbor")
     unknown = set(args.intents) - set(READ_INTENTS + STATE_INTENTS)
     if unknown:
         ap.error(f"unknown intent(s): {', '.join(sorted(unknown))}")
 
-    registry = load_sites(SITES_FILE)
-    newsroom = Newsroom(seed=7)
-    clock = FixedClock(next(_instants(args.day, args.every)))
-    reference = build_agent(AgentManifest(name="reference", version="meta", adapter="reference"))
+    registry = sites()
+    keys = args.sites.split(",") if args.sites else registry.keys
+    read_intents = tuple(i for i in READ_INTENTS if i in args.intents)
+    state_intents = tuple(i for i in STATE_INTENTS if i in args.intents)
+    reference = reference_agent("meta")
     confusion: dict[str, Confusion] = defaultdict(Confusion)
     fields: dict[str, Counter] = defaultdict(Counter)
     wrong_counts: dict[str, Counter] = defaultdict(Counter)
@@ -547,44 +276,20 @@ def main() -> None:
     judge = semantic.pin(args.semantic) if args.semantic != "auto" else semantic.backend()
     started = time.perf_counter()
 
-    with NewsroomServer(newsroom, clock=clock) as server, tempfile.TemporaryDirectory() as tmp:
-        routing = Routing.via_proxy(server.address)
-        sites = registry.sites
+    with frozen_newsroom(next(_instants(args.day, args.every))) as (server, world):
+        harness = {"world": world, "registry": registry, "settings": RunSettings(screenshot=False)}
         for at in _instants(args.day, args.every):
-            clock.set(at)
-            w = World(newsroom, at)
-            tasks: list[dict] = []
-            with Fetcher(routing, registry.allowed_origins) as fetcher:
-                for i, site in enumerate(sites):
-                    rows = poll_site(site, fetcher, None, at.date())
-                    tasks += make_tasks(
-                        site,
-                        at.date(),
-                        rows,
-                        articles_per_site=args.articles,
-                        intents=tuple(i for i in READ_INTENTS if i in args.intents),
-                        partner=sites[(i + 1) % len(sites)],
-                    )
-                robots = RobotsRules.fetch(fetcher, registry.allowed_origins)
+            server.clock.set(at)
+            w = World(server.newsroom, at)
+            tasks = polled_tasks(registry, world, at.date(), read_intents, args.articles, keys)
             prepared = {t["id"]: truth_and_wrong(w, t) for t in tasks}
             unscored["no_truth_to_check"] += sum(p is None for p in prepared.values())
             tasks = [_with_probes(t, prepared[t["id"]][1]) for t in tasks if prepared[t["id"]]]
             by_id = {t["id"]: t for t in tasks}
-            store = LocalArtifactStore(tmp)
-            settings = RunSettings(screenshot=False)
-            options = BrowserOptions(routing=routing)
             truth_agent = AnswerAgent({tid: p[0] for tid, p in prepared.items() if p})
-            runs = asyncio.run(
-                Runner(
-                    [truth_agent], options=options, robots=robots, store=store, settings=settings
-                ).run(tasks, at.date())
-            )
+            runs = run_tasks([truth_agent], tasks, at.date(), **harness)
             ref_tasks = [t for t in tasks if t["intent"] in REFERENCE_INTENTS]
-            runs += asyncio.run(
-                Runner(
-                    [reference], options=options, robots=robots, store=store, settings=settings
-                ).run(ref_tasks, at.date())
-            )
+            runs += run_tasks([reference], ref_tasks, at.date(), **harness)
             for run in runs:
                 task = by_id[run["task_id"]]
                 intent = task["intent"]
@@ -627,34 +332,23 @@ def main() -> None:
                 if verdict.success != right:
                     misses.append(_miss(at, task, run["agent_name"], right, verdict))
             n_state = 0
-            with Fetcher(routing, registry.allowed_origins) as fetcher:
-                state_tasks = [
-                    t
-                    for site in sites
-                    for t in make_tasks(
-                        site,
-                        at.date(),
-                        poll_site(site, fetcher, None, at.date()),
-                        0,
-                        tuple(i for i in STATE_INTENTS if i in args.intents),
-                    )
-                ]
+            state_tasks = polled_tasks(registry, world, at.date(), state_intents, 0, keys)
             for task in state_tasks:
-                for case, right, v in judge_state(server, newsroom, task):
+                for case, right, passed, v in judge_state(server, task):
                     n_state += 1
-                    confusion[task["intent"]].add(v.success, right, v.conflict)
+                    confusion[task["intent"]].add(passed, right, v.conflict)
                     if not right:
-                        outcome = "accepted" if v.success else "rejected"
+                        outcome = "accepted" if passed else "rejected"
                         wrong_counts[f"{task['intent']}:{case}"][outcome] += 1
-                    if v.success != right:
-                        misses.append(_miss(at, task, case, right, v))
+                    if passed != right:
+                        misses.append(_miss(at, task, case, right, v, passed))
             print(f"{at:%H:%M} {len(runs)} runs, {n_state} state cases", flush=True)
     elapsed = time.perf_counter() - started
     counts = {"wrong": wrong_counts, "variants": variant_counts, "reference": reference_counts}
     report(confusion, fields, counts, unscored, misses, judge, elapsed, args.json)
 
 
-def _miss(at: datetime, task: dict, who: str, right: bool, verdict) -> dict:
+def _miss(at: datetime, task: dict, who: str, right: bool, verdict, passed=None) -> dict:
     return {
         "at": at.isoformat(),
         "site": task["site"],
@@ -662,7 +356,7 @@ def _miss(at: datetime, task: dict, who: str, right: bool, verdict) -> dict:
         "entry": task["entry_url"],
         "answer": who,
         "truth": right,
-        "oracle": verdict.success,
+        "oracle": verdict.success if passed is None else passed,
         "reason": verdict.reason,
     }
 

@@ -8,6 +8,7 @@ hits all of them; medians are compared. The last line printed is the ratio of th
 artifacts off over bare Playwright (goal <= 1.15).
 
     uv run python benchmarks/overhead.py [--tasks 24] [--rounds 3] [--pools 1,2,4] [--json]
+    uv run python benchmarks/overhead.py --smoke   # 1 task, 1 round, 1 kind, pool 1
 """
 
 from __future__ import annotations
@@ -19,44 +20,35 @@ import statistics
 import tempfile
 import time
 from collections import defaultdict
-from datetime import UTC, datetime
 from functools import partial
 from itertools import zip_longest
 from urllib.parse import urljoin
 
+from common import FROZEN_AT, frozen_newsroom, parse_args, polled_tasks, reference_agent, sites
 from playwright.async_api import async_playwright
 
-from newsbench_dagster.core.agents.adapters.reference import _itemlist_first_url
-from newsbench_dagster.core.agents.protocol import AgentManifest, build_agent
+from newsbench_dagster.core.agents.adapters.reference import first_listed_url
 from newsbench_dagster.core.artifacts import LocalArtifactStore
 from newsbench_dagster.core.harness.browser import BrowserOptions
-from newsbench_dagster.core.harness.runner import ARTIFACT_KINDS, Runner, RunSettings
+from newsbench_dagster.core.harness.build import build_runner
+from newsbench_dagster.core.harness.settings import ARTIFACT_KINDS, RunSettings
 from newsbench_dagster.core.reading.metadata import PAGE_METADATA_JS, parse_jsonld
 from newsbench_dagster.core.scoring.score import score_run
-from newsbench_dagster.core.tasks.contract import INTENTS_V0
-from newsbench_dagster.core.tasks.produce import make_tasks, poll_site
-from newsbench_dagster.core.web.network import Fetcher, RobotsRules, Routing
-from newsbench_dagster.core.web.sites import load_sites
-from newsbench_dagster.newsroom import FixedClock, Newsroom, NewsroomServer
-from newsbench_dagster.paths import SITES_FILE
+from newsbench_dagster.core.web.network import World
+from newsbench_dagster.core.web.sites import SiteRegistry
 
-FROZEN_AT = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 LEAD_LINK = "main :is(h1, h2, h3) a[href]"
+# The intents whose tasks the overhead is measured on.
+INTENTS = ("find_top_headline", "extract_article_metadata")
 
 
-def make_task_list(routing: Routing, n: int) -> tuple[list[dict], RobotsRules]:
-    registry = load_sites(SITES_FILE)
-    tasks: list[dict] = []
-    with Fetcher(routing, registry.allowed_origins) as fetcher:
-        for site in registry.sites:
-            rows = poll_site(site, fetcher, None, FROZEN_AT.date())
-            tasks += make_tasks(site, FROZEN_AT.date(), rows, articles_per_site=n)
-        robots = RobotsRules.fetch(fetcher, registry.allowed_origins)
+def make_task_list(registry: SiteRegistry, world: World, n: int) -> list[dict]:
+    tasks = polled_tasks(registry, world, FROZEN_AT.date(), INTENTS, articles=n)
     # Both intents, alternating (every front page has one lead task), sites interleaved.
     tasks.sort(key=lambda t: (t["seed"] % 97, t["id"]))
-    by_intent = [[t for t in tasks if t["intent"] == i] for i in INTENTS_V0]
+    by_intent = [[t for t in tasks if t["intent"] == i] for i in INTENTS]
     mixed = [t for pair in zip_longest(*by_intent) for t in pair if t is not None]
-    return mixed[:n], robots
+    return mixed[:n]
 
 
 async def bare(options: BrowserOptions, tasks: list[dict], concurrency: int) -> list[dict]:
@@ -76,7 +68,7 @@ async def bare(options: BrowserOptions, tasks: list[dict], concurrency: int) -> 
                 raw = await page.evaluate(PAGE_METADATA_JS)
                 nodes, _ = parse_jsonld(raw["jsonld"])
                 if task["intent"] == "find_top_headline":
-                    url = _itemlist_first_url(nodes) or await page.locator(
+                    url = first_listed_url(nodes) or await page.locator(
                         LEAD_LINK
                     ).first.get_attribute("href")
                     await page.goto(urljoin(page.url, url), wait_until="domcontentloaded")
@@ -97,13 +89,13 @@ def timed(fn):
     return time.perf_counter() - started, result
 
 
-def configs(pools: list[int]) -> list[tuple[str, dict]]:
+def configs(pools: list[int], kinds: list[str]) -> list[tuple[str, dict]]:
     """(name, RunSettings kwargs) of every harness configuration measured; "bare" is the
     baseline. Pacing is off throughout: it is the sites' politeness, not harness cost."""
     out = [("off", {"artifacts": (), "concurrency": 1})]
     # Without the oracle's own page loads (probes): what the harness's mechanics cost alone.
     out += [("noprobe", {"artifacts": (), "concurrency": 1, "probes": False})]
-    out += [(kind, {"artifacts": (kind,), "concurrency": 1}) for kind in ARTIFACT_KINDS]
+    out += [(kind, {"artifacts": (kind,), "concurrency": 1}) for kind in kinds]
     out += [("all", {"concurrency": 1})]
     out += [(f"pool{n}", {"concurrency": n}) for n in pools]
     return out
@@ -114,19 +106,23 @@ def main() -> None:
     ap.add_argument("--tasks", type=int, default=24)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--pools", default="1,2,4", help="pool sizes for tasks per minute")
+    ap.add_argument("--kinds", default=",".join(ARTIFACT_KINDS), help="artifact kinds alone")
     ap.add_argument("--json", action="store_true", help="print only the JSON summary")
-    args = ap.parse_args()
+    args = parse_args(ap, tasks=1, rounds=1, pools="1", kinds="screenshot")
     pools = [int(n) for n in args.pools.split(",") if n]
+    kinds = [k for k in args.kinds.split(",") if k]
+    if unknown := set(kinds) - set(ARTIFACT_KINDS):
+        ap.error(f"unknown artifact kind(s): {', '.join(sorted(unknown))}")
 
     times: dict[str, list[float]] = defaultdict(list)
     ok: dict[str, int] = {}
-    with NewsroomServer(Newsroom(seed=7), clock=FixedClock(FROZEN_AT)) as server:
-        routing = Routing.via_proxy(server.address)
-        options = BrowserOptions(routing=routing)
-        tasks, robots = make_task_list(routing, args.tasks)
+    registry = sites()
+    with frozen_newsroom() as (_, world):
+        options = BrowserOptions(routing=world.routing)
+        tasks = make_task_list(registry, world, args.tasks)
         by_id = {t["id"]: t for t in tasks}
-        agent = build_agent(AgentManifest(name="reference", version="bench", adapter="reference"))
-        plan = [("bare", None), *configs(pools)]
+        agent = reference_agent()
+        plan = [("bare", None), *configs(pools, kinds)]
         for r in range(args.rounds):
             # Alternate the order each round so drift in machine load hits every config alike.
             for name, kwargs in plan if r % 2 == 0 else plan[::-1]:
@@ -134,11 +130,11 @@ def main() -> None:
                     if kwargs is None:
                         fn = partial(asyncio.run, bare(options, tasks, 1))
                     else:
-                        runner = Runner(
+                        runner = build_runner(
                             [agent],
-                            options=options,
-                            robots=robots,
+                            world=world,
                             store=LocalArtifactStore(tmp),
+                            registry=registry,
                             settings=RunSettings(pace=False, **kwargs),
                         )
                         fn = partial(asyncio.run, runner.run(tasks, FROZEN_AT.date()))
@@ -171,9 +167,7 @@ def main() -> None:
         "ratio_noprobe_over_bare": round(med["noprobe"] / med["bare"], 3),
         "probe_cost_ms_per_task": round((med["off"] - med["noprobe"]) / n * 1000, 1),
         # What each artifact kind adds, per task, over the harness with artifacts off.
-        "artifact_cost_ms_per_task": {
-            k: round((med[k] - med["off"]) / n * 1000, 1) for k in ARTIFACT_KINDS
-        },
+        "artifact_cost_ms_per_task": {k: round((med[k] - med["off"]) / n * 1000, 1) for k in kinds},
         "tasks_per_minute": {f"pool{p}": round(n / med[f"pool{p}"] * 60, 1) for p in pools},
     }
     print(json.dumps(summary, indent=None if args.json else 1))

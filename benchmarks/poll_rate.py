@@ -7,6 +7,7 @@ is what bounds a real poll) and with the spacing switched off (what a poll costs
 Rounds alternate cold and conditional; medians are compared.
 
     uv run python benchmarks/poll_rate.py [--rounds 5]
+    uv run python benchmarks/poll_rate.py --smoke   # one round, one site
 """
 
 from __future__ import annotations
@@ -16,20 +17,16 @@ import json
 import statistics
 import tempfile
 import time
-from datetime import UTC, datetime
+
+from common import FROZEN_AT, frozen_newsroom, parse_args, sites
 
 from newsbench_dagster.core.artifacts import LocalArtifactStore
-from newsbench_dagster.core.tasks.produce import poll_site
-from newsbench_dagster.core.web.network import Fetcher, Routing
-from newsbench_dagster.core.web.sites import load_sites
-from newsbench_dagster.newsroom import FixedClock, Newsroom, NewsroomServer
-from newsbench_dagster.paths import SITES_FILE
-
-FROZEN_AT = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+from newsbench_dagster.core.tasks.poll import poll_site
+from newsbench_dagster.core.web.network import Fetcher
 
 
-def poll_all(routing, registry, store, validators, paced: bool) -> tuple[float, int, int]:
-    """Seconds, items and body bytes of one poll of every site (robots already known)."""
+def poll_all(routing, registry, chosen, store, validators, paced) -> tuple[float, int, int]:
+    """Seconds, items and body bytes of one poll of each `chosen` site (robots known)."""
     with Fetcher(routing, registry.allowed_origins) as fetcher:
         for origin in registry.allowed_origins:
             fetcher.robots(origin)
@@ -38,7 +35,7 @@ def poll_all(routing, registry, store, validators, paced: bool) -> tuple[float, 
         before = len(fetcher.records)
         started = time.perf_counter()
         items = 0
-        for site in registry.sites:
+        for site in chosen:
             rows = poll_site(site, fetcher, store, FROZEN_AT.date(), validators.get(site.key))
             items += sum(1 for r in rows if r.item_url)
         seconds = time.perf_counter() - started
@@ -49,26 +46,26 @@ def poll_all(routing, registry, store, validators, paced: bool) -> tuple[float, 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=5)
-    args = ap.parse_args()
-    registry = load_sites(SITES_FILE)
-    n_sites = len(registry.sites)
+    ap.add_argument("--sites", help="comma-separated site keys (default: all)")
+    args = parse_args(ap, rounds=1, sites="harbor")
+    registry = sites()
+    chosen = [registry.get(k) for k in args.sites.split(",")] if args.sites else registry.sites
+    n_sites = len(chosen)
     out: dict = {"sites": n_sites, "rounds": args.rounds}
-    with (
-        NewsroomServer(Newsroom(seed=7), clock=FixedClock(FROZEN_AT)) as server,
-        tempfile.TemporaryDirectory() as tmp,
-    ):
-        routing = Routing.via_proxy(server.address)
+    with frozen_newsroom() as (_, world), tempfile.TemporaryDirectory() as tmp:
+        routing = world.routing
         store = LocalArtifactStore(tmp)
         for paced in (True, False):
             times: dict[str, list[float]] = {"cold": [], "conditional": []}
             sizes: dict[str, int] = {}
-            warm: dict[str, dict] = {s.key: {} for s in registry.sites}
-            poll_all(routing, registry, store, warm, paced)  # fills the validators
+            warm: dict[str, dict] = {s.key: {} for s in chosen}
+            poll_all(routing, registry, chosen, store, warm, paced)  # fills the validators
             for r in range(args.rounds):
                 order = ["cold", "conditional"] if r % 2 == 0 else ["conditional", "cold"]
                 for mode in order:
                     validators = warm if mode == "conditional" else {}
-                    seconds, items, body = poll_all(routing, registry, store, validators, paced)
+                    polled = poll_all(routing, registry, chosen, store, validators, paced)
+                    seconds, items, body = polled
                     times[mode].append(seconds)
                     sizes[mode] = body
                     out.setdefault("items_per_poll_of_all_sites", items)

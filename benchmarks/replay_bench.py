@@ -2,12 +2,12 @@
 Playwright's `route_from_har`, all replaying the same recording.
 
 One benchmark WARC is made first: ~18 harbor pages (front page + articles) and 4 searches
-recorded from the frozen newsroom by `core.recording.record`, plus synthetic exchanges written
-with `WarcRecorder` (a ticker recorded 3 times with 3 bodies, a newsletter POST), concatenated
-into one gzipped WARC. pywb (PyPI `pywb`, run outside the project's environment, in proxy mode
-on loopback, content rewriting off so pages are served byte for byte) replays that WARC;
-index lines without a status (our page-timeline metadata records) are left out of pywb's
-index (`--pywb-keep-metadata` keeps them; recordings made before the timeline moved to
+recorded from the frozen newsroom by `core.replay.recorder.record`, plus synthetic exchanges
+written with `WarcRecorder` (a ticker recorded 3 times with 3 bodies, a newsletter POST),
+concatenated into one gzipped WARC. pywb (PyPI `pywb`, run outside the project's environment,
+in proxy mode on loopback, content rewriting off so pages are served byte for byte) replays
+that WARC; index lines without a status (our page-timeline metadata records) are left out of
+pywb's index (`--pywb-keep-metadata` keeps them; recordings made before the timeline moved to
 `urn:newsbench:timeline:` URIs were served by pywb as the page). A HAR 1.2 file converted
 from the same exchanges feeds `context.route_from_har(not_found="abort")`.
 
@@ -28,10 +28,13 @@ recorded one. For ours the tag each request got in `session.log` is counted too.
     uv run python benchmarks/replay_bench.py --pywb /path/to/venv/bin/wayback
     uv run python benchmarks/replay_bench.py --pywb-mode banner   # pywb's default proxy mode
     uv run python benchmarks/replay_bench.py --pywb-mode wombat   # + wombat (capture-time Date)
+    uv run python benchmarks/replay_bench.py --smoke   # 2 pages, 1 round, no pywb (offline)
 
 Without `--pywb`, pywb is found with `uvx --from pywb` (tried with the default Python, then
 3.11 and 3.10). If pywb cannot be started the script says why and reports the other tools.
-Results: two tables, and JSON in benchmarks/results/replay_bench.json.
+Results: two tables, and JSON in benchmarks/results/replay_bench.json (with --smoke: in the
+temporary directory, pywb left out). The recording is made by `replay_recording.py`, pywb run by
+`replay_pywb.py`.
 """
 
 from __future__ import annotations
@@ -39,49 +42,47 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
-import hashlib
 import json
 import math
 import os
-import re
 import shutil
-import signal
-import socket
 import statistics
 import subprocess
 import tempfile
 import time
 from collections import Counter, defaultdict
+from contextlib import ExitStack
 from datetime import UTC, datetime
-from email.utils import format_datetime
 from pathlib import Path
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlsplit
 
 import httpx
+from common import frozen_newsroom, parse_args
+from replay_pywb import Pywb, PywbError, find_pywb, pywb_inserts
+from replay_recording import (
+    ARTICLE,
+    FORM,
+    HARBOR,
+    NEWSLETTER,
+    SEARCHES,
+    SIGNUP,
+    SIGNUP_BODY,
+    TICKER,
+    TICKS,
+    article_urls,
+    concat,
+    search_url,
+    sha,
+    write_har,
+    write_synthetic,
+)
 
 from newsbench_dagster.core.harness.browser import BrowserOptions
-from newsbench_dagster.core.replay.recorder import WarcRecorder, record
+from newsbench_dagster.core.replay.recorder import record
 from newsbench_dagster.core.replay.replayer import Recording
 from newsbench_dagster.core.web.network import Routing
-from newsbench_dagster.newsroom import FixedClock, Newsroom, NewsroomServer
 
-FROZEN_AT = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
-HARBOR = "http://harbor-herald.test"
-ARTICLE = re.compile(r"^/news/([^/]+)/(.+)-(\d+)$")
 RESULTS = Path(__file__).parent / "results" / "replay_bench.json"
-# Recorded query -> asked again re-ordered, and with one word changed (Jaccard 2/4 = 0.5).
-SEARCHES = {
-    "harbor storm warning": ["warning storm harbor", "harbor storm alert"],
-    "council budget vote": ["vote budget council", "council budget debate"],
-    "ferry schedule changes": ["changes ferry schedule", "ferry timetable changes"],
-    "school lunch program": ["program lunch school", "school lunch menu"],
-}
-TICKER = f"{HARBOR}/fragments/ticker"
-TICKS = [b"tick 1", b"tick 2", b"tick 3"]
-NEWSLETTER = f"{HARBOR}/newsletter"
-FORM = {"Content-Type": "application/x-www-form-urlencoded"}
-SIGNUP = "newsletter=morning&email=reader%40example.com"
-SIGNUP_BODY = b"Subscribed reader@example.com to: morning"
 CATEGORIES = ("exact", "noise", "identity", "search", "sequence", "state")
 LOAD_TOOLS = ("live", "replay", "pywb", "har")
 MATCH_TOOLS = ("replay", "pywb", "har")
@@ -102,265 +103,9 @@ FETCH_JS = """async ({url, method, body, headers}) => {
 }"""
 
 
-def sha(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def p90(xs: list[float]) -> float:
     ordered = sorted(xs)
     return ordered[max(0, math.ceil(0.9 * len(ordered)) - 1)]
-
-
-# -- the benchmark WARC ------------------------------------------------------------------------
-async def article_urls(options: BrowserOptions, n: int) -> list[str]:
-    """Article URLs linked from the front page, then from the section pages, up to `n`."""
-    from playwright.async_api import async_playwright
-
-    found: list[str] = []
-    async with async_playwright() as pw:
-        browser = await pw.chromium.launch(**options.launch_kwargs())
-        page = await (await browser.new_context(**options.context_kwargs())).new_page()
-        queue, seen = [f"{HARBOR}/"], set()
-        while queue and len(found) < n:
-            where = queue.pop(0)
-            seen.add(where)
-            await page.goto(where, wait_until="load")
-            hrefs = await page.eval_on_selector_all('a[href*="/news/"]', "a => a.map(e => e.href)")
-            for href in hrefs:
-                href = href.split("#")[0]
-                if urlsplit(href).netloc != urlsplit(HARBOR).netloc:
-                    continue
-                path = urlsplit(href).path
-                if ARTICLE.match(path) and href not in found:
-                    found.append(href)
-                elif path.count("/") == 3 and path.endswith("/") and href not in seen:
-                    queue.append(href)  # a section page: more articles
-        await browser.close()
-    return found[:n]
-
-
-def search_url(query: str) -> str:
-    return f"{HARBOR}/search?{urlencode({'q': query})}"
-
-
-def write_synthetic(path: Path) -> None:
-    """The exchanges no page makes: a ticker recorded 3 times, a newsletter signup POST."""
-    date = format_datetime(FROZEN_AT, usegmt=True)
-    plain = [("Content-Type", "text/plain; charset=utf-8"), ("Date", date)]
-    w = WarcRecorder(path, {"note": "replay_bench synthetic exchanges"})
-    for body in TICKS:
-        headers = [*plain, ("Cache-Control", "no-store")]
-        w.exchange("GET", TICKER, [("Accept", "*/*")], None, 200, "OK", headers, body)
-    w.exchange(
-        "POST", NEWSLETTER, list(FORM.items()), SIGNUP.encode(), 200, "OK", plain, SIGNUP_BODY
-    )
-    w.close()
-
-
-def concat(out: Path, *parts: Path) -> None:
-    """WARC files gzipped per record concatenate into one valid WARC."""
-    with open(out, "wb") as f:
-        for p in parts:
-            f.write(p.read_bytes())
-
-
-def write_har(rec: Recording, out: Path) -> int:
-    """A HAR 1.2 file with every exchange of the recording (bodies base64, headers as replayed
-    by ours: transfer headers dropped), in recorded order."""
-    entries = []
-    for ex in rec.exchanges:
-        payload = rec.payload(ex)
-        parts = urlsplit(ex.url)
-        request: dict = {
-            "method": ex.method,
-            "url": ex.url,
-            "httpVersion": "HTTP/1.1",
-            "cookies": [],
-            "headers": [{"name": "Host", "value": parts.netloc}],
-            "queryString": [],
-            "headersSize": -1,
-            "bodySize": len(ex.body),
-        }
-        if ex.body:
-            request["postData"] = {
-                "mimeType": FORM["Content-Type"],
-                "text": ex.body.decode("utf-8", "replace"),
-                "params": [],
-            }
-        ctype = next((v for k, v in payload.headers if k.lower() == "content-type"), "")
-        location = next((v for k, v in payload.headers if k.lower() == "location"), "")
-        entries.append(
-            {
-                "startedDateTime": ex.date or rec.clock.isoformat(),
-                "time": 1,
-                "request": request,
-                "response": {
-                    "status": payload.status,
-                    "statusText": "",
-                    "httpVersion": "HTTP/1.1",
-                    "cookies": [],
-                    "headers": [{"name": k, "value": v} for k, v in payload.headers],
-                    "content": {
-                        "size": len(payload.body),
-                        "mimeType": ctype or "application/octet-stream",
-                        "text": base64.b64encode(payload.body).decode(),
-                        "encoding": "base64",
-                    },
-                    "redirectURL": location,
-                    "headersSize": -1,
-                    "bodySize": len(payload.body),
-                },
-                "cache": {},
-                "timings": {"send": 0, "wait": 1, "receive": 0},
-            }
-        )
-    har = {
-        "log": {
-            "version": "1.2",
-            "creator": {"name": "newsbench replay_bench", "version": "0.1"},
-            "pages": [],
-            "entries": entries,
-        }
-    }
-    out.write_text(json.dumps(har), encoding="utf-8")
-    return len(entries)
-
-
-# -- pywb --------------------------------------------------------------------------------------
-class PywbError(RuntimeError):
-    pass
-
-
-def find_pywb(explicit: str | None) -> tuple[Path, str]:
-    """The directory holding pywb's `wayback` and `wb-manager`, and how it was found."""
-    if explicit:
-        path = Path(explicit)
-        if not path.is_file():
-            raise PywbError(f"--pywb {explicit}: no such file")
-        return path.parent, f"--pywb {explicit}"
-    if not shutil.which("uvx"):
-        raise PywbError("uvx not found: install uv or pass --pywb PATH/TO/wayback")
-    probe = "import os, sys; print(os.path.dirname(sys.executable))"
-    errors = []
-    for python in (None, "3.11", "3.10"):
-        cmd = ["uvx", *(["--python", python] if python else []), "--from", "pywb", "python"]
-        try:
-            done = subprocess.run(
-                [*cmd, "-c", probe], capture_output=True, text=True, timeout=400, check=False
-            )
-        except subprocess.TimeoutExpired:
-            errors.append(f"{' '.join(cmd)}: timed out")
-            continue
-        if done.returncode == 0:
-            where = Path(done.stdout.strip().splitlines()[-1])
-            if (where / "wayback").is_file():
-                return where, " ".join(cmd[:-1])
-        errors.append(f"{' '.join(cmd)}: {done.stderr.strip()[-300:]}")
-    raise PywbError("pywb could not be installed with uvx: " + " | ".join(errors))
-
-
-class Pywb:
-    """pywb's `wayback` in proxy mode on loopback, replaying one WARC as collection `bench`."""
-
-    def __init__(self, bindir: Path, root: Path, warc: Path, mode: str, metadata: bool):
-        self.bindir, self.root, self.warc = bindir, root, warc
-        self.mode, self.keep_metadata = mode, metadata
-        self.proc: subprocess.Popen | None = None
-        self.port = free_port()
-        self.address = f"http://127.0.0.1:{self.port}"
-        self.notes: dict = {}
-
-    def _run(self, *args: str) -> None:
-        done = subprocess.run(
-            [str(self.bindir / "wb-manager"), *args],
-            cwd=self.root,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-        if done.returncode != 0:
-            said = (done.stderr + done.stdout).strip()[-300:]
-            raise PywbError(f"wb-manager {' '.join(args)} exited {done.returncode}: {said}")
-
-    def start(self) -> str:
-        self.root.mkdir(parents=True, exist_ok=True)
-        self._run("init", "bench")
-        self._run("add", "bench", str(self.warc.resolve()))
-        # Our recorder's page-timeline `metadata` records carry the page URL as their target;
-        # pywb indexes them as captures of that URL (the latest one, so proxy mode serves the
-        # JSON instead of the page). Dropped from pywb's index unless --pywb-keep-metadata.
-        dropped = 0
-        if not self.keep_metadata:
-            for index in (self.root / "collections" / "bench" / "indexes").glob("*.cdxj"):
-                lines = index.read_text(encoding="utf-8").splitlines(keepends=True)
-                kept = [line for line in lines if '"status"' in line]
-                dropped += len(lines) - len(kept)
-                index.write_text("".join(kept), encoding="utf-8")
-        self.notes["index_entries_dropped"] = dropped
-        # identity: recorded bytes as they are (the `id_` modifier); banner: pywb's default
-        # (`bn_`: a wbinfo script inserted in HTML); wombat: plus wombatProxyMode.js, which
-        # among other things fakes Date to the capture's time.
-        proxy = {
-            "coll": "bench",
-            "recording": False,
-            "enable_content_rewrite": self.mode != "identity",
-            "enable_wombat": self.mode == "wombat",
-        }
-        (self.root / "config.yaml").write_text(json.dumps({"proxy": proxy}), encoding="utf-8")
-        self.log = open(self.root / "wayback.log", "wb")  # noqa: SIM115 - closed in stop()
-        self.proc = subprocess.Popen(
-            [str(self.bindir / "wayback"), "-p", str(self.port), "-b", "127.0.0.1"],
-            cwd=self.root,
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        deadline = time.monotonic() + 60
-        while True:
-            if self.proc.poll() is not None:
-                tail = (self.root / "wayback.log").read_text(errors="replace")[-400:]
-                raise PywbError(f"wayback exited with {self.proc.returncode}: {tail}")
-            try:
-                response = httpx.get(f"{HARBOR}/", proxy=self.address, timeout=5)
-                break
-            except httpx.HTTPError as e:
-                if time.monotonic() > deadline:
-                    raise PywbError(f"wayback did not answer on {self.address}: {e}") from e
-                time.sleep(0.3)
-        if response.status_code != 200:
-            raise PywbError(f"pywb answered the front page with HTTP {response.status_code}")
-        return self.address
-
-    def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
-        if self.proc:
-            self.log.close()
-
-
-def pywb_inserts(pywb: Pywb, rec: Recording, url: str) -> dict:
-    """Whether pywb serves the recorded page byte for byte, and what it inserted if not."""
-    recorded = next(rec.payload(e).body for e in rec.exchanges if e.url == url)
-    served = httpx.get(url, proxy=pywb.address, timeout=10).content
-    text, before = served.decode("utf-8", "replace"), recorded.decode("utf-8", "replace")
-    markers = [m for m in ("wombat", "wbinfo", "_wb_", "pywb") if text.count(m) > before.count(m)]
-    return {
-        "identical": served == recorded,
-        "bytes_added": len(served) - len(recorded),
-        "markers": markers,
-    }
 
 
 # -- tools -------------------------------------------------------------------------------------
@@ -597,7 +342,8 @@ async def run(args: argparse.Namespace, work: Path) -> dict:
     report: dict = {"config": vars(args) | {"started": datetime.now(UTC).isoformat()}}
     report["machine"] = {"cpus": os.cpu_count(), "loadavg_start": os.getloadavg()}
     print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start")
-    server = NewsroomServer(Newsroom(seed=7), clock=FixedClock(FROZEN_AT)).start()
+    newsroom = ExitStack()
+    server, _ = newsroom.enter_context(frozen_newsroom())
     pywb = None
     try:
         live = BrowserOptions(routing=Routing.via_proxy(server.address))
@@ -710,7 +456,7 @@ async def run(args: argparse.Namespace, work: Path) -> dict:
     finally:
         if pywb:
             pywb.stop()
-        server.stop()
+        newsroom.close()
     report["machine"]["loadavg_end"] = os.getloadavg()
     print_tables(report)
     return report
@@ -771,7 +517,9 @@ def main() -> None:
     parser.add_argument("--no-pywb", action="store_true", help="leave pywb out")
     parser.add_argument("--keep", action="store_true", help="copy the WARC and HAR to results/")
     parser.add_argument("--out", type=Path, default=RESULTS, help="results JSON")
-    args = parser.parse_args()
+    # Smoke: pywb would be fetched from PyPI, so it is left out; results not over the real ones.
+    smoke_out = Path(tempfile.gettempdir()) / "replay_bench_smoke.json"
+    args = parse_args(parser, pages=2, rounds=1, no_pywb=True, keep=False, out=smoke_out)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="replay_bench-") as tmp:

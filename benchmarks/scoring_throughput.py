@@ -7,67 +7,47 @@ that serialises each run row to JSON (what storing it costs anyway). Medians are
 the last line printed is the ratio of throughputs.
 
     uv run python benchmarks/scoring_throughput.py [--articles 3] [--rounds 5]
+    uv run python benchmarks/scoring_throughput.py --smoke   # one site, 1 round of 2 passes
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import statistics
-import tempfile
 import time
-from datetime import UTC, datetime
 
-from newsbench_dagster.core.agents.protocol import AgentManifest, build_agent
-from newsbench_dagster.core.artifacts import LocalArtifactStore
-from newsbench_dagster.core.harness.browser import BrowserOptions
-from newsbench_dagster.core.harness.runner import Runner, RunSettings
+from common import (
+    FROZEN_AT,
+    frozen_newsroom,
+    parse_args,
+    polled_tasks,
+    reference_agent,
+    run_tasks,
+    sites,
+)
+
+from newsbench_dagster.core.harness.settings import RunSettings
 from newsbench_dagster.core.scoring.score import score_run
-from newsbench_dagster.core.tasks.produce import READ_INTENTS, make_tasks, poll_site
-from newsbench_dagster.core.web.network import Fetcher, RobotsRules
-from newsbench_dagster.core.web.sites import load_sites
-from newsbench_dagster.newsroom import FixedClock, Newsroom, NewsroomServer
-from newsbench_dagster.newsroom.launcher import newsroom_routing
-from newsbench_dagster.paths import SITES_FILE
-
-FROZEN_AT = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+from newsbench_dagster.core.tasks.intents import READ_INTENTS
 
 
 def serialise(run: dict) -> str:
     return json.dumps(run, default=str)
 
 
-def make_runs(articles: int) -> tuple[list[dict], dict[str, dict]]:
-    registry = load_sites(SITES_FILE)
-    with (
-        NewsroomServer(Newsroom(seed=7), clock=FixedClock(FROZEN_AT)) as server,
-        tempfile.TemporaryDirectory() as tmp,
-    ):
-        routing = newsroom_routing(server.address)
-        tasks: list[dict] = []
-        with Fetcher(routing, registry.allowed_origins) as fetcher:
-            sites = registry.sites
-            for i, site in enumerate(sites):
-                rows = poll_site(site, fetcher, None, FROZEN_AT.date())
-                tasks += make_tasks(
-                    site,
-                    FROZEN_AT.date(),
-                    rows,
-                    articles_per_site=articles,
-                    intents=READ_INTENTS,
-                    partner=sites[(i + 1) % len(sites)],
-                )
-            robots = RobotsRules.fetch(fetcher, registry.allowed_origins)
-        agent = build_agent(AgentManifest(name="reference", version="bench", adapter="reference"))
-        runner = Runner(
-            [agent],
-            options=BrowserOptions(routing=routing),
-            robots=robots,
-            store=LocalArtifactStore(tmp),
+def make_runs(articles: int, keys: list[str] | None) -> tuple[list[dict], dict[str, dict]]:
+    registry, day = sites(), FROZEN_AT.date()
+    with frozen_newsroom() as (_, world):
+        tasks = polled_tasks(registry, world, day, READ_INTENTS, articles, keys)
+        runs = run_tasks(
+            [reference_agent()],
+            tasks,
+            day,
+            world=world,
+            registry=registry,
             settings=RunSettings(screenshot=False),
         )
-        runs = asyncio.run(runner.run(tasks, FROZEN_AT.date()))
     return runs, {t["id"]: t for t in tasks}
 
 
@@ -76,9 +56,10 @@ def main() -> None:
     ap.add_argument("--articles", type=int, default=3, help="metadata tasks per site")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--repeat", type=int, default=20, help="passes over the runs per round")
-    args = ap.parse_args()
+    ap.add_argument("--sites", help="comma-separated site keys (default: all)")
+    args = parse_args(ap, articles=1, rounds=1, repeat=2, sites="harbor")
 
-    runs, tasks = make_runs(args.articles)
+    runs, tasks = make_runs(args.articles, args.sites.split(",") if args.sites else None)
     started = time.perf_counter()
     successes = sum(bool(score_run(r, tasks[r["task_id"]])["success"]) for r in runs)
     cold = len(runs) / (time.perf_counter() - started)

@@ -1,0 +1,141 @@
+"""Every benchmark still runs: each script in benchmarks/ is run with `--smoke` (its real code
+path end to end, real newsroom and Chromium where it uses them, tiny sizes) and must exit 0 and
+print its summary. A new benchmark without `--smoke`, or without a summary check below, fails.
+
+A script is a `benchmarks/*.py` with a `__main__` block; the others (common.py, ...) are the
+modules the scripts share.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from newsbench_dagster.core.tasks.intents import ALL_INTENTS
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPTS = sorted(
+    p.stem
+    for p in (ROOT / "benchmarks").glob("*.py")
+    if 'if __name__ == "__main__":' in p.read_text(encoding="utf-8")
+)
+TIMEOUT_S = 240
+
+
+def positive(pattern: str, text: str) -> float:
+    """The number `pattern`'s first group finds in `text`; it must be a positive number."""
+    found = re.search(pattern, text, re.M)
+    assert found, f"no line matching {pattern!r} in:\n{text}"
+    value = float(found.group(1))
+    assert value > 0 and math.isfinite(value), found.group(0)
+    return value
+
+
+def last_json(text: str) -> dict:
+    """The JSON object the benchmark printed last (from its last line that is a lone "{")."""
+    lines = text.splitlines()
+    start = max(i for i, line in enumerate(lines) if line == "{")
+    end = max(i for i, line in enumerate(lines) if line == "}")
+    return json.loads("\n".join(lines[start : end + 1]))
+
+
+def feed_parse(out: str) -> None:
+    assert re.search(r"^  \w+ +[\d.]+ +[\d.]+$", out, re.M), out  # a row: format, docs/s, items/s
+    positive(r"^slowest format at x\d+: \w+, ([\d.]+) docs/s\Z", out)
+
+
+def gate_power(out: str) -> None:
+    for scenario in ("measured", "noisy"):
+        row = rf"^\| {scenario} \| \d+ \| [\d.]+% \[[\d.]+%, [\d.]+%\] \| [\d.]+% "
+        assert re.search(row, out, re.M), out
+    assert re.search(r"^noisy: smallest task count meeting both targets: .+\Z", out, re.M), out
+
+
+def newsroom_rps(out: str) -> None:
+    # Every one of the newsroom's URLs answered 200 (a non-200 counts as an error).
+    assert re.search(r"^median newsroom \d+ req/s, baseline \d+ req/s, errors 0$", out, re.M)
+    positive(r"^ratio newsroom/baseline: ([\d.]+)\Z", out)
+
+
+def oracle_meta_eval(out: str) -> None:
+    rows = {
+        m.group(1): (float(m.group(2)), float(m.group(3)))
+        for m in re.finditer(r"^(\w+) +(?:\d+ +){5}([\d.]+|nan) +([\d.]+|nan)$", out, re.M)
+    }
+    assert set(rows) == set(ALL_INTENTS), out  # every intent judged, read and state alike
+    for intent, (precision, recall) in rows.items():
+        assert 0 <= precision <= 1 and 0 <= recall <= 1, (intent, precision, recall)
+    wrong = out.split("deliberately wrong answers", 1)[1].split("right answers written", 1)[0]
+    assert len(re.findall(r"rejected \d+/[1-9]\d*$", wrong, re.M)) >= len(ALL_INTENTS), out
+    assert re.search(r"^elapsed: \d+ s$", out, re.M), out
+
+
+def overhead(out: str) -> None:
+    summary = last_json(out)
+    # The harness and the bare script did every task (the oracle passed each harness run).
+    assert set(summary["ok"].values()) == {summary["tasks"]}, summary["ok"]
+    positive(r"^ratio harness\(artifacts off\)/bare: ([\d.]+)\Z", out)
+
+
+def poll_rate(out: str) -> None:
+    summary = json.loads(out)
+    assert summary["items_per_poll_of_all_sites"] > 0
+    for mode in ("paced", "unpaced"):
+        rates, sizes = summary[mode]["site_polls_per_s"], summary[mode]["body_bytes_per_poll"]
+        assert min(rates.values()) > 0, summary
+        # Unchanged sources answer the conditional poll with 304 and no body.
+        assert sizes["conditional"] < sizes["cold"], summary
+
+
+def replay_bench(out: str) -> None:
+    assert "pywb: not measured" in out  # smoke mode never fetches pywb
+    positive(r"^ratio replay/live +([\d.]+) ", out)
+    overall = re.search(r"^overall +(\d+)/(\d+) ", out, re.M)
+    assert overall and int(overall.group(1)) > 0, out
+    assert re.search(r"^\d+ s; results in \S+\Z", out, re.M), out
+
+
+def scoring_throughput(out: str) -> None:
+    assert re.search(r"^[1-9]\d* real runs, \d+ successes by the oracle$", out, re.M), out
+    positive(r"^ratio oracle/json throughput: ([\d.]+)\Z", out)
+
+
+SUMMARIES: dict[str, Callable[[str], None]] = {
+    f.__name__: f
+    for f in (
+        feed_parse,
+        gate_power,
+        newsroom_rps,
+        oracle_meta_eval,
+        overhead,
+        poll_rate,
+        replay_bench,
+        scoring_throughput,
+    )
+}
+
+
+def test_every_benchmark_is_found():
+    assert set(SUMMARIES) <= set(SCRIPTS), "a benchmark checked here is gone from benchmarks/"
+
+
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_benchmark_smoke(name: str):
+    assert name in SUMMARIES, f"benchmarks/{name}.py: add the check of its summary to this file"
+    done = subprocess.run(
+        [sys.executable, f"benchmarks/{name}.py", "--smoke"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        check=False,
+    )
+    assert done.returncode == 0, f"exit {done.returncode}\n{done.stdout}\n{done.stderr[-3000:]}"
+    SUMMARIES[name](done.stdout.rstrip("\n"))
