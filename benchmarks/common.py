@@ -21,8 +21,7 @@ from newsbench_dagster.core.artifacts import LocalArtifactStore
 from newsbench_dagster.core.harness.build import build_runner
 from newsbench_dagster.core.harness.settings import RunSettings
 from newsbench_dagster.core.tasks.intents import ALL_INTENTS
-from newsbench_dagster.core.tasks.poll import poll_site
-from newsbench_dagster.core.tasks.produce import make_tasks
+from newsbench_dagster.core.tasks.produce import todays_tasks
 from newsbench_dagster.core.web.network import Fetcher, World
 from newsbench_dagster.core.web.sites import SiteRegistry, load_sites
 from newsbench_dagster.newsroom.clock import FixedClock
@@ -72,14 +71,8 @@ def polled_tasks(
 ) -> list[dict]:
     """The producer's tasks of `intents` for `day` from a poll of each site (`keys`, default
     all), `articles` metadata tasks per site, each site compared with its partner."""
-    tasks: list[dict] = []
     with Fetcher(world.routing, registry.allowed_origins) as fetcher:
-        for key in keys or registry.keys:
-            site = registry.get(key)
-            rows = poll_site(site, fetcher, None, day)
-            partner = registry.partner_of(key)
-            tasks += make_tasks(site, day, rows, articles, tuple(intents), partner)
-    return tasks
+        return todays_tasks(registry, fetcher, day, keys, tuple(intents), articles)
 
 
 def run_tasks(

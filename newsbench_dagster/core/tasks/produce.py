@@ -51,13 +51,15 @@ def todays_tasks(
     day: date,
     sites: Iterable[str] | None = None,
     intents: tuple[str, ...] = ALL_INTENTS,
+    articles_per_site: int = 3,
 ) -> list[dict]:
     """Every task the sites' feeds give for `day` right now (each site paired with the next
     one for comparisons), for callers outside the pipeline: `agents try`, a release
-    evaluation with no recent `news_tasks` to draw from."""
+    evaluation with no recent `news_tasks` to draw from, the benchmarks."""
     out: list[dict] = []
     for key in sites or registry.keys:
         spec = registry.get(key)
         rows = poll_site(spec, fetcher, None, day)
-        out += make_tasks(spec, day, rows, intents=intents, partner=registry.partner_of(key))
+        partner = registry.partner_of(key)
+        out += make_tasks(spec, day, rows, articles_per_site, tuple(intents), partner)
     return out
