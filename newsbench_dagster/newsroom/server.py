@@ -314,6 +314,8 @@ class _Handler(BaseHTTPRequestHandler):
         head: bool,
         headers: dict[str, str] | list[tuple[str, str]] | None = None,
     ) -> None:
+        # Logged before the bytes go out: a client that has its response can read the log.
+        self.server.owner.log(self.command, host, path, status, self._now)
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
@@ -326,7 +328,6 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         if not head:
             self.wfile.write(body)
-        self.server.owner.log(self.command, host, path, status, self._now)
 
 
 class NewsroomServer:
