@@ -1,6 +1,6 @@
-"""Launching Chromium for runs: the system Chromium when present, else Playwright's own;
-`BrowserPool`, the browsers the runs share (a live one, an offline one for replays) and the
-Chromium of its own a CDP agent gets."""
+"""Launching Chromium for runs: the system Chromium (its headless shell for headless runs) when
+present, else Playwright's own; `BrowserPool`, the browsers the runs share (a live one, an
+offline one for replays) and the Chromium of its own a CDP agent gets."""
 
 from __future__ import annotations
 
@@ -30,18 +30,25 @@ CHROMIUM_ARGS = [
 ]
 
 SYSTEM_CHROMIUM = ("/usr/bin/chromium", "/usr/bin/chromium-browser")
+# Headless runs prefer Chromium's headless shell, as Playwright does with its own browsers:
+# the same engine without the desktop browser around it, measured here at about half the CPU
+# and wall time per run of the full browser's headless mode.
+SYSTEM_HEADLESS_SHELL = ("/usr/bin/chromium-headless-shell",)
 
 
-def find_chromium(explicit: str | None = None) -> str | None:
-    """Path of the browser to launch; None means Playwright's bundled browser."""
+def find_chromium(explicit: str | None = None, headless: bool = True) -> str | None:
+    """Path of the browser to launch (`explicit` if given, else the system's, its headless
+    shell first when `headless`); None means Playwright's bundled browser."""
     if explicit:
         if not Path(explicit).exists():
             raise FileNotFoundError(f"browser executable not found: {explicit}")
         return explicit
-    for candidate in SYSTEM_CHROMIUM:
+    candidates = (SYSTEM_HEADLESS_SHELL if headless else ()) + SYSTEM_CHROMIUM
+    for candidate in candidates:
         if Path(candidate).exists():
             return candidate
-    return shutil.which("chromium") or shutil.which("chromium-browser")
+    names = (("chromium-headless-shell",) if headless else ()) + ("chromium", "chromium-browser")
+    return next((found for name in names if (found := shutil.which(name))), None)
 
 
 @dataclass
@@ -58,7 +65,7 @@ class BrowserOptions:
             "headless": self.headless,
             "args": CHROMIUM_ARGS + self.routing.chromium_args(),
         }
-        path = find_chromium(self.executable_path)
+        path = find_chromium(self.executable_path, self.headless)
         if path:
             kwargs["executable_path"] = path
         if self.routing.playwright_proxy():
