@@ -19,6 +19,7 @@ from newsbench_dagster.resources import (
     NewsroomResource,
     ReleaseResource,
     SiteRegistryResource,
+    TaskSetResource,
     bigquery_warehouse,
     duckdb_warehouse,
 )
@@ -47,6 +48,7 @@ RESOURCES_LOCAL = {
     "artifacts": ArtifactStoreResource(),
     "sites": SiteRegistryResource(),
     "agents": AgentRegistryResource(),
+    "tasks": TaskSetResource(),
     "release": ReleaseResource(),
 }
 RESOURCES = {

@@ -1,12 +1,13 @@
 """Resources: ConfigurableResources only, one module each (the newsroom, the browser, the
-warehouse, the artifact store, the registries, the release policy). Which ones a deployment
-uses is chosen in one table, `definitions.RESOURCES`."""
+warehouse, the artifact store, the registries, the task set, the release policy). Which ones a
+deployment uses is chosen in one table, `definitions.RESOURCES`."""
 
 from newsbench_dagster.resources.artifacts import ArtifactStoreResource
 from newsbench_dagster.resources.browser import BrowserResource
 from newsbench_dagster.resources.newsroom import NewsroomResource
 from newsbench_dagster.resources.registry import AgentRegistryResource, SiteRegistryResource
 from newsbench_dagster.resources.release import ReleaseResource
+from newsbench_dagster.resources.tasks import TaskSetResource
 from newsbench_dagster.resources.warehouse import (
     DuckDBWarehouse,
     bigquery_warehouse,
@@ -20,6 +21,7 @@ __all__ = [
     "AgentRegistryResource",
     "SiteRegistryResource",
     "ReleaseResource",
+    "TaskSetResource",
     "DuckDBWarehouse",
     "bigquery_warehouse",
     "duckdb_warehouse",

@@ -35,6 +35,7 @@ from newsbench_dagster.resources import (
     NewsroomResource,
     ReleaseResource,
     SiteRegistryResource,
+    TaskSetResource,
     duckdb_warehouse,
 )
 
@@ -68,6 +69,8 @@ def env(frozen, tmp_path):
         "artifacts": ArtifactStoreResource(root=str(tmp_path / "artifacts")),
         "sites": SiteRegistryResource(),
         "agents": AgentRegistryResource(directory=str(agents)),
+        # What drifts is the front page's template: the lead and metadata tasks read it.
+        "tasks": TaskSetResource(intents=["find_top_headline", "extract_article_metadata"]),
         "release": ReleaseResource(),
     }
     with instance_for_test() as instance:

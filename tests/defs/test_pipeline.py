@@ -26,6 +26,7 @@ from newsbench_dagster.resources import (
     NewsroomResource,
     ReleaseResource,
     SiteRegistryResource,
+    TaskSetResource,
     duckdb_warehouse,
 )
 
@@ -42,10 +43,15 @@ def env(newsroom, tmp_path):
         "artifacts": ArtifactStoreResource(root=str(tmp_path / "artifacts")),
         "sites": SiteRegistryResource(),
         "agents": AgentRegistryResource(),
+        "tasks": TaskSetResource(),  # every intent
         "release": ReleaseResource(),
     }
     with instance_for_test() as instance:
         yield resources, db, instance
+
+
+# Where what is tested is the partition's handling, not the intents, one task type does.
+LEADS_ONLY = TaskSetResource(intents=["find_top_headline"])
 
 
 def run_site(resources, instance: DagsterInstance, site: str, day: str, selection=None):
@@ -171,6 +177,7 @@ def test_malformed_feed_is_recorded_and_the_partition_completes(env, newsroom):
 
 def test_site_down_runs_are_environment_failures(env, newsroom):
     resources, db, instance = env
+    resources = {**resources, "tasks": LEADS_ONLY}
     day = "2026-11-28"
     assert run_site(resources, instance, "lac", day, selection=["feed_items", "news_tasks"]).success
     newsroom.faults.set("lac", "down")
@@ -200,6 +207,7 @@ def test_compliance_gate_blocks_scores_when_a_request_left_the_allowlist(env, mo
     from newsbench_dagster.core.agents.protocol import AgentManifest
 
     resources, db, instance = env
+    resources = {**resources, "tasks": LEADS_ONLY}
     day = "2026-11-27"
 
     def build(manifest: AgentManifest):
@@ -217,3 +225,23 @@ def test_compliance_gate_blocks_scores_when_a_request_left_the_allowlist(env, mo
     # ...and run_scores was never materialized for that partition.
     assert query(db, "SELECT count(*) FROM newsbench.agent_runs")[0][0] >= 1
     assert not query(db, "SELECT 1 FROM information_schema.tables WHERE table_name='run_scores'")
+
+
+def test_the_task_set_resource_chooses_the_intents_of_every_partition(env):
+    resources, db, instance = env
+    day = "2026-11-26"
+    narrowed = TaskSetResource(
+        intents=["newsletter_signup", "extract_article_metadata"], articles_per_site=2
+    )
+    resources = {**resources, "tasks": narrowed}
+    made = run_site(resources, instance, "isar", day, selection=["feed_items", "news_tasks"])
+    assert made.success
+    made = query(db, "SELECT intent, count(*) FROM newsbench.news_tasks GROUP BY 1 ORDER BY 1")
+    # Two articles, and the signup task with its stop variants (the producer's step order).
+    assert made[0] == ("extract_article_metadata", 2) and made[1][0] == "newsletter_signup"
+    assert len(made) == 2 and narrowed.selected() == (
+        "extract_article_metadata",
+        "newsletter_signup",
+    )
+    with pytest.raises(ValueError, match="unknown intent.*find_the_moon"):
+        TaskSetResource(intents=["find_top_headline", "find_the_moon"])

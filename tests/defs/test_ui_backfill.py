@@ -70,7 +70,8 @@ def dagster_dev(tmp_path, newsroom):
         from newsbench_dagster.definitions import build_definitions
         from newsbench_dagster.definitions import RESOURCES_LOCAL
         from newsbench_dagster.resources import (
-            ArtifactStoreResource, BrowserResource, NewsroomResource, duckdb_warehouse)
+            ArtifactStoreResource, BrowserResource, NewsroomResource, TaskSetResource,
+            duckdb_warehouse)
 
         defs = build_definitions({{
             **RESOURCES_LOCAL,
@@ -79,6 +80,8 @@ def dagster_dev(tmp_path, newsroom):
             "newsroom": NewsroomResource(port={newsroom.port}),
             # What is tested is the backfill; traces and screenshots are tested elsewhere.
             "browser": BrowserResource(artifacts=[], screenshot=False),
+            # ...and every intent through Dagster in test_pipeline.
+            "tasks": TaskSetResource(intents=["find_top_headline", "extract_article_metadata"]),
         }})
     """)
     )

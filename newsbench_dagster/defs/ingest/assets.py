@@ -5,7 +5,6 @@ from dagster import AssetExecutionContext, MetadataValue
 
 from newsbench_dagster.core.analytics.tables import frame, records
 from newsbench_dagster.core.tasks.contract import task_row
-from newsbench_dagster.core.tasks.intents import ALL_INTENTS
 from newsbench_dagster.core.tasks.poll import PollRow, poll_site
 from newsbench_dagster.core.tasks.produce import make_tasks
 from newsbench_dagster.core.web.network import Fetcher
@@ -14,6 +13,7 @@ from newsbench_dagster.resources import (
     ArtifactStoreResource,
     NewsroomResource,
     SiteRegistryResource,
+    TaskSetResource,
 )
 
 
@@ -62,22 +62,26 @@ def feed_items(
 
 @site_day_asset()
 def news_tasks(
-    context: AssetExecutionContext, feed_items: pd.DataFrame, sites: SiteRegistryResource
+    context: AssetExecutionContext,
+    feed_items: pd.DataFrame,
+    sites: SiteRegistryResource,
+    tasks: TaskSetResource,
 ) -> pd.DataFrame:
-    """Tasks of every intent, read-only and state-changing (compare_outlets pairs the site
-    with the next one of the allowlist), each valid against the task JSON Schema;
-    re-materializing yields the same task ids."""
+    """Tasks of every intent of the task set (all by default), read-only and state-changing
+    (compare_outlets pairs the site with the next one of the allowlist), each valid against
+    the task JSON Schema; re-materializing yields the same task ids."""
     site_key, day = partition_of(context)
     registry = sites.load()
     rows = [PollRow.from_record(r) for r in records(feed_items, "feed_items")]
-    tasks = make_tasks(
+    made = make_tasks(
         registry.get(site_key),
         day,
         rows,
-        intents=ALL_INTENTS,
+        articles_per_site=tasks.articles_per_site,
+        intents=tasks.selected(),
         partner=registry.partner_of(site_key),
     )
-    df = frame("news_tasks", [task_row(t) for t in tasks])
+    df = frame("news_tasks", [task_row(t) for t in made])
     context.add_output_metadata(
         {
             "tasks": len(df),

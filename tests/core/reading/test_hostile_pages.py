@@ -12,7 +12,8 @@ COMMENTED = (
     "<!--?xml version='1.0'?-->\n"
     + "<!-- ad slot -->\n" * 60
     + (
-        "<html><head><title>Bridge reopens</title></head><body><h1>Bridge reopens</h1></body></html>"
+        "<html><head><title>Bridge reopens</title></head>"
+        "<body><h1>Bridge reopens</h1></body></html>"
     )
 )
 
