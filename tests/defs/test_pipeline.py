@@ -234,8 +234,8 @@ def test_the_task_set_resource_chooses_the_intents_of_every_partition(env):
         intents=["newsletter_signup", "extract_article_metadata"], articles_per_site=2
     )
     resources = {**resources, "tasks": narrowed}
-    made = run_site(resources, instance, "isar", day, selection=["feed_items", "news_tasks"])
-    assert made.success
+    result = run_site(resources, instance, "isar", day, selection=["feed_items", "news_tasks"])
+    assert result.success
     made = query(db, "SELECT intent, count(*) FROM newsbench.news_tasks GROUP BY 1 ORDER BY 1")
     # Two articles, and the signup task with its stop variants (the producer's step order).
     assert made[0] == ("extract_article_metadata", 2) and made[1][0] == "newsletter_signup"
