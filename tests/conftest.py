@@ -17,6 +17,17 @@ from newsbench_dagster.paths import SITES_FILE
 SEED = 7
 
 
+def pytest_collection_modifyitems(config, items):
+    """Files marked `heavy(seconds)` first, longest first, then the rest in their order: the
+    workers start on the longest files, and the short ones fill in at the end."""
+
+    def weight(item) -> float:
+        mark = item.get_closest_marker("heavy")
+        return -(mark.args[0] if mark and mark.args else 0)
+
+    items.sort(key=weight)
+
+
 @pytest.fixture(scope="session")
 def newsroom_server():
     server = NewsroomServer(Newsroom(seed=SEED)).start()

@@ -20,6 +20,8 @@ import pytest
 
 from newsbench_dagster.core.tasks.intents import ALL_INTENTS
 
+pytestmark = pytest.mark.heavy(90)  # about 90 s on two busy cores
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = sorted(
     p.stem

@@ -7,12 +7,15 @@ from __future__ import annotations
 import json
 
 import duckdb
+import pytest
 from typer.testing import CliRunner
 
 from newsbench_dagster.cli import app
 from newsbench_dagster.core.agents.protocol import load_manifest
 from newsbench_dagster.core.analytics import tables
 from newsbench_dagster.paths import AGENTS_DIR
+
+pytestmark = pytest.mark.heavy(20)  # about 20 s on two busy cores
 
 SELECTOR = str(AGENTS_DIR / "selector-baseline.yaml")
 

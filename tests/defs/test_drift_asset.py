@@ -39,6 +39,8 @@ from newsbench_dagster.resources import (
     duckdb_warehouse,
 )
 
+pytestmark = pytest.mark.heavy(15)  # about 15 s on two busy cores
+
 # The site chain and the drift gate only (not the whole graph of definitions.py).
 ASSETS = load_assets_from_modules([ingest, evaluation, drift])
 DRIFT_CHECKS = [drift_check]

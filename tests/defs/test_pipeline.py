@@ -30,6 +30,8 @@ from newsbench_dagster.resources import (
     duckdb_warehouse,
 )
 
+pytestmark = pytest.mark.heavy(50)  # about 50 s on two busy cores
+
 SITE_CHAIN = ["feed_items", "news_tasks", "agent_runs", "run_scores"]
 
 

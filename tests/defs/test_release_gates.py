@@ -34,6 +34,8 @@ from newsbench_dagster.defs.release.sensors import agent_registry
 from newsbench_dagster.paths import AGENTS_DIR
 from newsbench_dagster.resources import AgentRegistryResource, ReleaseResource, duckdb_warehouse
 
+pytestmark = pytest.mark.heavy(25)  # about 25 s on two busy cores
+
 PARTITIONS = "agent_version"
 # The release assets, with their upstreams from other stages as specs (never run here).
 RELEASE_ASSETS = [

@@ -20,6 +20,8 @@ import pytest
 
 from newsbench_dagster.paths import DAGSTER_HOME, PROJECT_ROOT
 
+pytestmark = pytest.mark.heavy(130)  # about 130 s on two busy cores
+
 DAYS = ["2026-11-29", "2026-11-30"]
 
 LAUNCH = """

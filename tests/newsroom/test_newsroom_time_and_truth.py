@@ -18,6 +18,8 @@ from newsbench_dagster.newsroom.clock import FixedClock
 from newsbench_dagster.newsroom.server import NewsroomServer
 from newsbench_dagster.newsroom.world import Newsroom
 
+pytestmark = pytest.mark.heavy(25)  # about 25 s on two busy cores
+
 AT = datetime(2026, 11, 30, 15, 0, tzinfo=UTC)
 # The lead link as each family marked it up before its first redesign: what a brittle,
 # selector-based agent would have hard-coded.

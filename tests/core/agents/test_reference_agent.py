@@ -24,6 +24,8 @@ from newsbench_dagster.core.tasks.produce import make_tasks
 from newsbench_dagster.core.web.network import Fetcher, RobotsRules
 from newsbench_dagster.newsroom.launcher import newsroom_routing
 
+pytestmark = pytest.mark.heavy(40)  # about 40 s on two busy cores
+
 
 def _world(server, registry, store_dir, site: str, headers: dict | None = None):
     """`site`'s tasks of today and run(agent, only=intents) -> [(run, score)] through the real

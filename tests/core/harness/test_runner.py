@@ -19,6 +19,8 @@ from newsbench_dagster.core.tasks.poll import poll_site
 from newsbench_dagster.core.tasks.produce import make_tasks
 from tests.support.tasks import LEAD_AND_METADATA
 
+pytestmark = pytest.mark.heavy(20)  # about 20 s on two busy cores
+
 
 def manifest(name: str) -> AgentManifest:
     return AgentManifest(name=name, version="1", adapter="reference")

@@ -33,6 +33,8 @@ from newsbench_dagster.core.web.network import Fetcher, RobotsRules, Routing
 from newsbench_dagster.newsroom.pages import injection_text
 from tests.support.tasks import LEAD_AND_METADATA
 
+pytestmark = pytest.mark.heavy(25)  # about 25 s on two busy cores
+
 REFERENCE = AgentManifest(name="reference", version="0.1.0", adapter="reference")
 
 

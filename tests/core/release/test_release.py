@@ -29,6 +29,8 @@ from newsbench_dagster.newsroom.server import NewsroomServer
 from newsbench_dagster.newsroom.world import Newsroom
 from newsbench_dagster.paths import AGENTS_DIR
 
+pytestmark = pytest.mark.heavy(25)  # about 25 s on two busy cores
+
 BEFORE = datetime(2026, 11, 10, 15, 0, tzinfo=UTC)  # harbor still on template v1
 AFTER = datetime(2026, 11, 20, 15, 0, tzinfo=UTC)  # harbor redesigned on 2026-11-16
 POLICY = Policy(trials=1, max_reruns=2, draws=500)

@@ -27,6 +27,8 @@ from newsbench_dagster.newsroom.clock import FixedClock
 from newsbench_dagster.newsroom.server import NewsroomServer
 from newsbench_dagster.newsroom.world import Newsroom
 
+pytestmark = pytest.mark.heavy(20)  # about 20 s on two busy cores
+
 FROZEN_AT = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 READ_INTENTS = (
     "find_top_headline",
