@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 from newsbench_dagster.cli import app
 from newsbench_dagster.core.agents.protocol import load_manifests
 from newsbench_dagster.paths import AGENTS_DIR
+from tests.support.net import free_port
 
 
 def test_agents_list_shows_every_manifest_with_its_content_hashed_version():
@@ -27,6 +28,7 @@ def test_agents_list_names_a_broken_manifest(tmp_path):
 
 
 def test_agents_try_runs_and_scores_an_agent(tmp_path):
+    port = free_port()
     result = CliRunner().invoke(
         app,
         [
@@ -44,7 +46,7 @@ def test_agents_try_runs_and_scores_an_agent(tmp_path):
             "--artifacts",
             str(tmp_path),
             "--port",
-            "8493",
+            str(port),
         ],
     )
     assert result.exit_code == 0, result.output
@@ -65,11 +67,12 @@ def test_agents_try_rejects_an_unknown_intent():
 
 
 def test_agents_try_runs_a_seeded_sample_and_stores_it_with_every_run(tmp_path):
+    port = free_port()
     args = [
         "agents", "try", str(AGENTS_DIR / "reference.yaml"), "--site", "harbor", "--site", "rhein",
         "--intent", "find_top_headline", "--intent", "extract_article_metadata",
         "--tasks", "6", "--sample", "3", "--seed", "11", "--artifacts", str(tmp_path),
-        "--port", "8493",
+        "--port", str(port),
     ]  # fmt: skip
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output

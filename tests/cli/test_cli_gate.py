@@ -14,6 +14,7 @@ from newsbench_dagster.cli import app
 from newsbench_dagster.core.agents.protocol import load_manifest
 from newsbench_dagster.core.analytics import tables
 from newsbench_dagster.paths import AGENTS_DIR
+from tests.support.net import free_port
 
 pytestmark = pytest.mark.heavy(20)  # about 20 s on two busy cores
 
@@ -45,7 +46,7 @@ def test_gate_blocks_the_selector_baseline_after_the_redesign_and_exits_1(tmp_pa
             "--artifacts",
             str(tmp_path),
             "--port",
-            "8492",
+            str(free_port()),
         ],
     )
     assert result.exit_code == 1, result.output

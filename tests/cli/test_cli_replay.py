@@ -9,9 +9,11 @@ from typer.testing import CliRunner
 
 from newsbench_dagster.cli import app
 from newsbench_dagster.paths import AGENTS_DIR
+from tests.support.net import free_port
 
 
 def test_record_tasks_then_replay_them_offline_with_a_coverage_report(tmp_path):
+    port = free_port()
     warc, tasks = tmp_path / "harbor.warc.gz", tmp_path / "harbor.tasks.jsonl"
     result = CliRunner().invoke(
         app,
@@ -28,7 +30,7 @@ def test_record_tasks_then_replay_them_offline_with_a_coverage_report(tmp_path):
             "--tasks-out",
             str(tasks),
             "--port",
-            "8493",
+            str(port),
             "--settle-ms",
             "100",
             # The reference agent opens the lead story too: recorded from its live run.
@@ -54,7 +56,7 @@ def test_record_tasks_then_replay_them_offline_with_a_coverage_report(tmp_path):
     # Replaying the same tasks from a recording without their pages: gaps, named.
     empty = tmp_path / "other.warc.gz"
     result = CliRunner().invoke(
-        app, ["record", "http://rhein-rundschau.test/", "--out", str(empty), "--port", "8493"]
+        app, ["record", "http://rhein-rundschau.test/", "--out", str(empty), "--port", str(port)]
     )
     assert result.exit_code == 0, result.output
     result = CliRunner().invoke(

@@ -8,7 +8,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import textwrap
@@ -19,6 +18,7 @@ import duckdb
 import pytest
 
 from newsbench_dagster.paths import DAGSTER_HOME, PROJECT_ROOT
+from tests.support.net import free_port
 
 pytestmark = pytest.mark.heavy(130)  # about 130 s on two busy cores
 
@@ -41,12 +41,6 @@ query($id: String!) {
     ... on PythonError { message }
   }
 }"""
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _graphql(port: int, query: str, variables: dict) -> dict:
@@ -92,7 +86,7 @@ def dagster_dev(tmp_path, newsroom):
         f"load_from:\n  - python_file:\n      relative_path: ui_defs.py\n"
         f"      location_name: newsbench\n      working_directory: {PROJECT_ROOT}\n"
     )
-    port = _free_port()
+    port = free_port()
     log = open(tmp_path / "dagster_dev.log", "wb")  # noqa: SIM115 - lives as long as the server
     proc = subprocess.Popen(
         [

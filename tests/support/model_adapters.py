@@ -1,21 +1,14 @@
 """What the model-adapter tests share: a fake key recognisable wherever it leaks, the variable
-it is read from, a free loopback port, and enough of BrowserTools for a run that never reaches
+it is read from, and enough of BrowserTools for a run that never reaches
 a browser."""
 
 from __future__ import annotations
 
-import socket
 import zipfile
 from pathlib import Path
 
 FAKE_KEY = "sk-nbtest-FAKE-KEY-0b5e7c1d9a"  # recognisable, so a leak anywhere is found
 KEY_ENV = "NEWSBENCH_TEST_MODEL_KEY"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def assert_no_key_in_files(root: Path) -> None:

@@ -32,8 +32,8 @@ from tests.support.model_adapters import (
     KEY_ENV,
     NoBrowserTools,
     assert_no_key_in_files,
-    free_port,
 )
+from tests.support.net import free_port
 from tests.support.openai_double import OpenAIDouble, reply, text_of
 
 # Browser Use's model reads the lead from the page's JSON-LD with its `evaluate` action, then

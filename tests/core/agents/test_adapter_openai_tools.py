@@ -27,8 +27,8 @@ from tests.support.model_adapters import (
     KEY_ENV,
     NoBrowserTools,
     assert_no_key_in_files,
-    free_port,
 )
+from tests.support.net import free_port
 from tests.support.openai_double import HttpError, OpenAIDouble, calls, reply, tool_call
 from tests.support.paths import REPO
 
