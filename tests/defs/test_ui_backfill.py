@@ -120,9 +120,10 @@ def dagster_dev(tmp_path, newsroom):
     yield port, tmp_path
     os.killpg(proc.pid, signal.SIGTERM)
     try:
-        proc.wait(timeout=30)
+        proc.wait(timeout=10)
     except subprocess.TimeoutExpired:
-        # A slow shutdown under load is not what this test is about; leave nothing behind.
+        # A slow shutdown (seen under load) is not what this test is about; leave nothing
+        # behind.
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
     log.close()
