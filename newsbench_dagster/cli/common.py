@@ -88,10 +88,10 @@ def registry(sites: Path | None = None):
 def allowlist(sites: list[str], intents: list[str]):
     """The allowlist, with the sites and intents a command was given checked against it
     (exit 2 naming the unknown ones)."""
-    from newsbench_dagster.core.tasks.intents import ALL_INTENTS
+    from newsbench_dagster.core.tasks.intents import unknown_intents
 
-    if bad := [i for i in intents if i not in ALL_INTENTS]:
-        fail(f"unknown intent(s) {', '.join(bad)}; known: {', '.join(ALL_INTENTS)}", 2)
+    if problem := unknown_intents(intents):
+        fail(problem, 2)
     found = registry()
     if bad := [s for s in sites if s not in found.keys]:
         fail(f"unknown site(s) {', '.join(bad)}; the allowlist has: {', '.join(found.keys)}", 2)

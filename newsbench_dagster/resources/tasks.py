@@ -3,19 +3,21 @@
 from dagster import ConfigurableResource
 from pydantic import Field, field_validator
 
-from newsbench_dagster.core.tasks.intents import ALL_INTENTS
+from newsbench_dagster.core.tasks.intents import ALL_INTENTS, ARTICLES_PER_SITE, unknown_intents
 
 
 class TaskSetResource(ConfigurableResource):
-    """The intents of a partition's task set (all by default, in the registry's step order)
-    and how many articles get a metadata task. A deployment whose agent is costly per run
-    narrows it here, once, for every partition."""
+    """The intents of a partition's task set (all by default; tasks are made in the registry's
+    step order whatever the order here) and how many articles get a metadata task. A
+    deployment whose agent is costly per run narrows it here, once, for every partition."""
 
     intents: list[str] = Field(
         default=list(ALL_INTENTS), description="Intents to make tasks of (default: all)"
     )
     articles_per_site: int = Field(
-        default=3, ge=1, description="extract_article_metadata tasks per site and day"
+        default=ARTICLES_PER_SITE,
+        ge=1,
+        description="extract_article_metadata tasks per site and day",
     )
 
     @field_validator("intents")
@@ -23,13 +25,6 @@ class TaskSetResource(ConfigurableResource):
     def _known(cls, intents: list[str]) -> list[str]:
         if not intents:
             raise ValueError("tasks.intents: give at least one intent")
-        if unknown := [i for i in intents if i not in ALL_INTENTS]:
-            raise ValueError(
-                f"tasks.intents: unknown intent(s) {', '.join(unknown)}; "
-                f"known: {', '.join(ALL_INTENTS)}"
-            )
+        if problem := unknown_intents(intents):
+            raise ValueError(f"tasks.intents: {problem}")
         return intents
-
-    def selected(self) -> tuple[str, ...]:
-        """The chosen intents, in the registry's order (the order tasks are made in)."""
-        return tuple(i for i in ALL_INTENTS if i in self.intents)

@@ -38,6 +38,7 @@ from newsbench_dagster.resources import (
     TaskSetResource,
     duckdb_warehouse,
 )
+from tests.support.tasks import LEAD_AND_METADATA
 
 pytestmark = pytest.mark.heavy(15)  # about 15 s on two busy cores
 
@@ -72,7 +73,7 @@ def env(frozen, tmp_path):
         "sites": SiteRegistryResource(),
         "agents": AgentRegistryResource(directory=str(agents)),
         # What drifts is the front page's template: the lead and metadata tasks read it.
-        "tasks": TaskSetResource(intents=["find_top_headline", "extract_article_metadata"]),
+        "tasks": TaskSetResource(intents=list(LEAD_AND_METADATA)),
         "release": ReleaseResource(),
     }
     with instance_for_test() as instance:

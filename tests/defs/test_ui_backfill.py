@@ -19,6 +19,7 @@ import pytest
 
 from newsbench_dagster.paths import DAGSTER_HOME, PROJECT_ROOT
 from tests.support.net import free_port
+from tests.support.tasks import LEAD_AND_METADATA
 
 pytestmark = pytest.mark.heavy(130)  # about 130 s on two busy cores
 
@@ -78,7 +79,7 @@ def dagster_dev(tmp_path, newsroom):
             # What is tested is the backfill; traces and screenshots are tested elsewhere.
             "browser": BrowserResource(artifacts=[], screenshot=False),
             # ...and every intent through Dagster in test_pipeline.
-            "tasks": TaskSetResource(intents=["find_top_headline", "extract_article_metadata"]),
+            "tasks": TaskSetResource(intents={list(LEAD_AND_METADATA)!r}),
         }})
     """)
     )

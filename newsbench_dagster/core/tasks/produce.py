@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from datetime import date
 
 from newsbench_dagster.core.tasks.contract import validate_task
-from newsbench_dagster.core.tasks.intents import ALL_INTENTS, BUILDERS, Context
+from newsbench_dagster.core.tasks.intents import ALL_INTENTS, ARTICLES_PER_SITE, BUILDERS, Context
 from newsbench_dagster.core.tasks.poll import PollRow, poll_site
 from newsbench_dagster.core.web.network import Fetcher
 from newsbench_dagster.core.web.sites import Site, SiteRegistry
@@ -22,7 +22,7 @@ def make_tasks(
     site: Site,
     day: date,
     rows: list[PollRow],
-    articles_per_site: int = 3,
+    articles_per_site: int = ARTICLES_PER_SITE,
     intents: tuple[str, ...] = ALL_INTENTS,
     partner: Site | None = None,
 ) -> list[dict]:
@@ -51,7 +51,7 @@ def todays_tasks(
     day: date,
     sites: Iterable[str] | None = None,
     intents: tuple[str, ...] = ALL_INTENTS,
-    articles_per_site: int = 3,
+    articles_per_site: int = ARTICLES_PER_SITE,
 ) -> list[dict]:
     """Every task the sites' feeds give for `day` right now (each site paired with the next
     one for comparisons), for callers outside the pipeline: `agents try`, a release

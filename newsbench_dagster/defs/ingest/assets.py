@@ -78,7 +78,7 @@ def news_tasks(
         day,
         rows,
         articles_per_site=tasks.articles_per_site,
-        intents=tasks.selected(),
+        intents=tuple(tasks.intents),
         partner=registry.partner_of(site_key),
     )
     df = frame("news_tasks", [task_row(t) for t in made])

@@ -16,12 +16,19 @@ import importlib
 import pkgutil
 from functools import cache
 
-from newsbench_dagster.core.tasks.intents.base import FORBIDDEN_EVENTS, Builder, Context, Intent
+from newsbench_dagster.core.tasks.intents.base import (
+    ARTICLES_PER_SITE,
+    FORBIDDEN_EVENTS,
+    Builder,
+    Context,
+    Intent,
+)
 
 __all__ = [
     "ALLOWED_CHANGES",
     "ALL_INTENTS",
     "ANSWER_FORMATS",
+    "ARTICLES_PER_SITE",
     "BUILDERS",
     "CHECKS",
     "FORBIDDEN_EVENTS",
@@ -34,6 +41,7 @@ __all__ = [
     "Context",
     "Intent",
     "intents",
+    "unknown_intents",
 ]
 
 _NOT_INTENTS = {"base"}
@@ -78,6 +86,14 @@ READ_INTENTS = tuple(name for name, i in INTENTS.items() if i.kind == "read")
 # The intents that change something on the site; their oracle reads the server's state.
 STATE_INTENTS = tuple(name for name, i in INTENTS.items() if i.kind == "state")
 ALL_INTENTS = READ_INTENTS + STATE_INTENTS
+
+
+def unknown_intents(names) -> str | None:
+    """What is wrong with `names` as intents, naming the unknown ones; None when all exist."""
+    if bad := [n for n in names if n not in INTENTS]:
+        return f"unknown intent(s) {', '.join(bad)}; known: {', '.join(ALL_INTENTS)}"
+    return None
+
 
 # How a person would ask, in the site's language. Agents see the prompt; never the checks.
 PROMPTS = {name: i.prompts for name, i in INTENTS.items()}

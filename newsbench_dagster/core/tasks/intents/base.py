@@ -54,6 +54,9 @@ class Intent:
 # intent module says when it runs: tasks come out in step order, whatever the module order.
 Builder = Callable[["Context"], list[dict]]
 
+# extract_article_metadata tasks per site and day, unless a caller asks for another number.
+ARTICLES_PER_SITE = 3
+
 
 @dataclass
 class Context:
@@ -62,7 +65,7 @@ class Context:
     site: Site
     day: date
     rows: list[PollRow]
-    articles_per_site: int = 3
+    articles_per_site: int = ARTICLES_PER_SITE
     partner: Site | None = None
 
     @cached_property
