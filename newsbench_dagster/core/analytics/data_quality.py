@@ -16,13 +16,17 @@ from typing import Any
 
 import pandas as pd
 
-from newsbench_dagster.core.scoring.failures import AGENT_FAILURES, ENV_FAILURES, SUCCESS
-from newsbench_dagster.core.scoring.witness import AMBIGUOUS
+from newsbench_dagster.core.scoring.failures import (
+    AGENT_FAILURES,
+    ENV_FAILURES,
+    NOBODYS,
+    SUCCESS,
+)
 
 # What `scoring.score_run` records as the reason (and class) of a run whose task is missing
 # from `news_tasks`: an exclusion the scorer produces on purpose, so not a quality failure.
 TASK_MISSING = "task_missing"
-FAILURE_CLASSES = sorted({SUCCESS, AMBIGUOUS, TASK_MISSING, *AGENT_FAILURES, *ENV_FAILURES})
+FAILURE_CLASSES = sorted({SUCCESS, TASK_MISSING, *NOBODYS, *AGENT_FAILURES, *ENV_FAILURES})
 
 NOT_NULL = "expect_column_values_to_not_be_null"
 UNIQUE = "expect_column_values_to_be_unique"
@@ -121,8 +125,9 @@ SUITES: dict[str, list[dict]] = {
         _e(
             IN_SET,
             "failure_class",
-            "Failure classes come from the taxonomy (core.scoring.failures, "
-            "ambiguous, task_missing); anything else falls out of every failure report.",
+            "Failure classes come from the taxonomy (core.scoring.failures: agent and "
+            "environment failures, ambiguous, no_answer_at_run; task_missing); anything else "
+            "falls out of every failure report.",
             value_set=FAILURE_CLASSES,
         ),
         *(_e(BETWEEN, c, f"{c} is a count: never negative.", min_value=0) for c in RUN_COUNTS),

@@ -4,7 +4,8 @@ incidents, PII flags, page performance (load time, JS and network errors), drift
 and coverage, per day × site × agent version × slice (all, intent, device, geo, network,
 locale, risk tier).
 
-Environment failures are counted on their own and never enter the success rate; the page
+Environment failures are counted on their own and never enter the success rate, nor do void
+runs (the page showed no answer at the run's instant: nobody's failure, `n_void`); the page
 measures (load time, JS and network errors) count every run, since they measure the pages.
 Rows written before a column existed read as NULL: a missing column or value counts as
 nothing observed, never as zero.
@@ -19,6 +20,8 @@ from collections.abc import Iterable
 from typing import Any
 
 import pandas as pd
+
+from newsbench_dagster.core.scoring.failures import NOBODYS, VOID
 
 ALL = "*"
 # The run_scores columns rows are sliced by, besides `intent` (one row per value present).
@@ -98,10 +101,12 @@ def _row(group: pd.DataFrame, tasks_generated: int | None, drift: float | None =
     return {
         "n_runs": len(group),
         "n_scored": n,
-        # Ambiguous tasks are excluded too, but they are nobody's failure (see witness.py).
+        # Ambiguous tasks (see witness.py) and void runs (no answer at the run's instant) are
+        # excluded too, but they are nobody's failure.
         "n_env_failures": int(
-            (group["excluded"].astype(bool) & (group["failure_class"] != "ambiguous")).sum()
+            (group["excluded"].astype(bool) & ~group["failure_class"].isin(NOBODYS)).sum()
         ),
+        "n_void": int((group["excluded"].astype(bool) & (group["failure_class"] == VOID)).sum()),
         "successes": wins,
         "success_rate": wins / n if n else None,
         "success_ci_low": lo,
@@ -213,15 +218,15 @@ def _fmt(value: float | None, spec: str) -> str:
 
 
 def overall_table(rows: Iterable[dict]) -> str:
-    """Markdown: per site and agent version, scored runs, success, environment failures and
-    mean reward (the `all` slice)."""
+    """Markdown: per site and agent version, scored runs, success, environment failures, void
+    runs and mean reward (the `all` slice)."""
     lines = [
-        "| site | agent | scored | success | env failures | reward |",
-        "|---|---|---|---|---|---|",
+        "| site | agent | scored | success | env failures | void | reward |",
+        "|---|---|---|---|---|---|---|",
     ]
     lines += [
         f"| {r['site']} | {r['agent_version']} | {r['n_scored']} | "
-        f"{_fmt(r['success_rate'], '.2f')} | {r['n_env_failures']} | "
+        f"{_fmt(r['success_rate'], '.2f')} | {r['n_env_failures']} | {r.get('n_void', 0)} | "
         f"{_fmt(r['mean_reward'], '.3f')} |"
         for r in rows
         if r["slice_kind"] == "all"

@@ -149,6 +149,7 @@ TABLES: dict[str, dict[str, str]] = {
         "n_runs": "int",
         "n_scored": "int",
         "n_env_failures": "int",
+        "n_void": "int",  # runs whose page showed no answer (failures.VOID): nobody's failure
         "successes": "int",
         "success_rate": "float",
         "success_ci_low": "float",

@@ -1,7 +1,9 @@
-"""Every run ends in exactly one class: success, an agent failure or an environment failure.
+"""Every run ends in exactly one class: success, an agent failure, an environment failure, or
+void.
 
 Environment failures are the harness's or the site's fault; they are excluded from agent
-scores and reported on their own.
+scores and reported on their own. A void run is nobody's fault: the task had no answer at the
+run's instant (see VOID).
 """
 
 from __future__ import annotations
@@ -37,6 +39,14 @@ class AgentFailure(StrEnum):
 
 
 SUCCESS = "success"
+# The page showed no answer when the run looked (a live blog with no entry yet, a topic page
+# listing nothing): excluded with this reason, counted as run (coverage), never as anyone's
+# failure. The checker of each intent says when (its `no_answer`).
+VOID = "no_answer_at_run"
+# The witness (scoring.witness) found the task ambiguous: every run on it is excluded.
+AMBIGUOUS = "ambiguous"
+# Excluded runs that are nobody's failure: neither the agent's nor the environment's.
+NOBODYS = frozenset({AMBIGUOUS, VOID})
 ENV_FAILURES = frozenset(f.value for f in EnvFailure)
 AGENT_FAILURES = frozenset(f.value for f in AgentFailure)
 

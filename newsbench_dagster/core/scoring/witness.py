@@ -8,8 +8,11 @@ from gating with the reason kept, instead of being counted for or against anyone
 
 from __future__ import annotations
 
+from newsbench_dagster.core.scoring.failures import AMBIGUOUS
+
+__all__ = ["AMBIGUOUS", "STRONG_DISAGREEMENT", "WITNESS_AGENT", "apply_witness"]
+
 WITNESS_AGENT = "reference"
-AMBIGUOUS = "ambiguous"
 # Below this accuracy the oracle rejects the witness outright, not on a detail.
 STRONG_DISAGREEMENT = 0.5
 

@@ -273,6 +273,7 @@ def test_the_failure_class_set_is_the_taxonomy():
     assert set(dq.FAILURE_CLASSES) == {
         "success",
         "ambiguous",
+        "no_answer_at_run",
         "task_missing",
         *EnvFailure,
         *AgentFailure,

@@ -3,8 +3,11 @@
 -- One row per day x site x agent_version for slice_kind = 'all', plus the all-sites row
 -- (site = '*'), with the same numbers the `kpi_daily` asset writes (core/kpis.py `_row`):
 --   n_runs          every run of the group
---   n_scored        runs not excluded (environment failures and ambiguous tasks are excluded)
---   n_env_failures  excluded runs whose failure_class is not 'ambiguous'
+--   n_scored        runs not excluded (environment failures, ambiguous tasks and void runs
+--                   are excluded)
+--   n_env_failures  excluded runs whose failure_class is neither 'ambiguous' nor
+--                   'no_answer_at_run' (those two are nobody's failure)
+--   n_void          excluded runs whose failure_class is 'no_answer_at_run'
 --   successes       scored runs that succeeded
 --   success_rate    successes / n_scored (NULL when nothing was scored)
 --   success_ci_*    95 % Wilson score interval, z = 1.959964; exactly 0 at 0/n and 1 at n/n
@@ -46,8 +49,11 @@ counts AS (
     agent_version,
     COUNT(*) AS n_runs,
     COUNTIF(NOT excluded) AS n_scored,
-    COUNTIF(excluded AND (failure_class IS NULL OR failure_class != 'ambiguous'))
-      AS n_env_failures,
+    COUNTIF(
+      excluded AND (failure_class IS NULL
+        OR failure_class NOT IN ('ambiguous', 'no_answer_at_run'))
+    ) AS n_env_failures,
+    COUNTIF(excluded AND failure_class = 'no_answer_at_run') AS n_void,
     COUNTIF(NOT excluded AND success) AS successes,
     AVG(IF(excluded, NULL, reward)) AS mean_reward,
     AVG(IF(excluded, NULL, steps)) AS mean_steps
@@ -99,6 +105,7 @@ SELECT
   n_runs,
   n_scored,
   n_env_failures,
+  n_void,
   successes,
   p AS success_rate,
   CASE

@@ -6,7 +6,10 @@ page does not show. Signals are combined so benign drift passes, and a verdict f
 when the page's own signals contradict each other beyond the margins in `base`.
 
 Adding a checker is one file in this package named exactly as its intent (the intent's module
-in `core.tasks.intents`), defining `check(answer, evidence) -> Verdict`. The registry below
+in `core.tasks.intents`), defining `check(answer, evidence) -> Verdict` and, when a page can
+show no answer at all (a live blog before its first entry), `no_answer(evidence) -> str |
+None`: why the page the run saw holds none, which voids the run instead of failing it. The
+registry below
 pairs every intent with its module and refuses to import when the two sets disagree (an intent
 with no checker, a checker of no intent) or the task schema's intent enum disagrees with the
 intents. Logic several checkers share lives in the modules of `SHARED`, which are no checkers.
@@ -16,7 +19,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -25,12 +28,23 @@ from newsbench_dagster.core.scoring.checkers.base import (
     Component,
     Evidence,
     Verdict,
+    says_none,
     stop_kind,
 )
 from newsbench_dagster.core.tasks.contract import task_schema
 from newsbench_dagster.core.tasks.intents import INTENTS
 
-__all__ = ["CHECKERS", "SHARED", "Component", "Evidence", "Verdict", "check", "checker_registry"]
+__all__ = [
+    "CHECKERS",
+    "NO_ANSWER_RULES",
+    "SHARED",
+    "Component",
+    "Evidence",
+    "Verdict",
+    "check",
+    "checker_registry",
+    "no_answer_rules",
+]
 
 # The modules of this package that hold what several checkers share; every other module is
 # the checker of the intent it is named after.
@@ -74,7 +88,20 @@ def checker_registry(
     return found
 
 
+NoAnswerRule = Callable[[Evidence], str | None]
+
+
+def no_answer_rules(checkers: dict[str, Checker]) -> dict[str, NoAnswerRule]:
+    """intent -> its checker module's `no_answer`, for the intents that define one."""
+    return {
+        intent: rule
+        for intent, fn in checkers.items()
+        if callable(rule := getattr(importlib.import_module(fn.__module__), "no_answer", None))
+    }
+
+
 CHECKERS = checker_registry(INTENTS, task_schema()["properties"]["intent"]["enum"])
+NO_ANSWER_RULES = no_answer_rules(CHECKERS)
 
 # Longer than any headline, name list, timestamp or summary a task asks for: not an answer,
 # a dump.
@@ -137,4 +164,19 @@ def check(
         ok = given == required
         reason = f"stopped to {required}" if ok else f"did not {required} (ended: {given})"
         return Verdict(ok, float(ok), {"stop": Component(ok, float(ok))}, reason, right_target=ok)
+    rule = NO_ANSWER_RULES.get(intent)
+    if rule is not None and (empty := rule(ev)) is not None:
+        return _no_answer(intent, answer, ev, empty)
     return checker(answer if isinstance(answer, dict) else {}, ev)
+
+
+def _no_answer(intent: str, answer: Any, ev: Evidence, why: str) -> Verdict:
+    """The page showed no answer: the run is void, unless the task's contract makes "there is
+    none" the right ending (`oracle.when_no_answer: say_none`); then that passes and any
+    invented answer fails."""
+    if (ev.task.get("oracle") or {}).get("when_no_answer") != "say_none":
+        return Verdict(False, 0.0, {}, f"void: {why}", void=True)
+    fields = ev.task.get("answer_format") or INTENTS[intent].answer_format
+    none = isinstance(answer, dict) and says_none(answer, *fields)
+    reason = "correctly none: " + why if none else "invented an answer: " + why
+    return Verdict(none, float(none), {"none": Component(none, float(none))}, reason, none)

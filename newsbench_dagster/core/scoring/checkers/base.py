@@ -57,6 +57,8 @@ class Verdict:
     # The oracle could not see what it needs (a probe failed, no event log): the harness's
     # failure, never the agent's; scoring excludes the run as oracle_unavailable.
     unavailable: bool = False
+    # The page showed no answer at the run's instant (failures.VOID): nobody's failure.
+    void: bool = False
 
     def as_dict(self) -> dict:
         out = {
@@ -74,6 +76,8 @@ class Verdict:
             out["backend"] = self.backend
         if self.unavailable:
             out["unavailable"] = True
+        if self.void:
+            out["void"] = True
         return out
 
 

@@ -1,5 +1,6 @@
 """live_blog_latest: the newest non-pinned entry of a live blog, as the page showed it at
-entry or at the end (entries arrive while the agent works; both moments are valid)."""
+entry or at the end (entries arrive while the agent works; both moments are valid). A blog
+that showed no such entry at any moment of the run had no answer: the run is void."""
 
 from __future__ import annotations
 
@@ -18,6 +19,20 @@ from newsbench_dagster.core.scoring.checkers.base import (
 LIVE_TEXT_MATCH = 0.8  # token-set similarity between the answer and the entry's text
 LIVE_FRESH_MIN = 30.0  # the latest entry should be this recent at page load (else: stale blog)
 LIVE_TIME_MIN = 5.0  # an entry's time is shown to the minute
+
+
+def no_answer(ev: Evidence) -> str | None:
+    """Why the run's live blog held no answer: the task's page was seen as a live blog, and no
+    moment of the run showed an entry that is not pinned."""
+    url = ev.task.get("entry_url")
+    blogs = [
+        o
+        for _, o in ev.moments(url)
+        if page_record(o).get("is_liveblog") or page_record(o).get("kind") == "liveblog"
+    ]
+    if not blogs or any(page_record(o).get("latest_update") for _, o in ev.moments()):
+        return None
+    return f"the live blog showed no entry but the pinned post in {len(blogs)} observation(s)"
 
 
 def check(answer: dict, ev: Evidence) -> Verdict:

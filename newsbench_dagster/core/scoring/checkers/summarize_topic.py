@@ -72,12 +72,15 @@ def _judge(ev: Evidence) -> semantic.Similarity:
     return judge
 
 
+def no_answer(ev: Evidence) -> str | None:
+    """Why there was nothing to summarise: the topic page was seen and listed no stories."""
+    return "the topic page listed no stories" if _teasers(ev) == [] else None
+
+
 def check(answer: dict, ev: Evidence) -> Verdict:
     teasers = _teasers(ev)
     if teasers is None:
         return Verdict(False, 0.0, {}, "no observation of the topic page", unavailable=True)
-    if not teasers:
-        return Verdict(False, 0.0, {}, "the page lists no stories to summarise")
     summary = answer.get("summary") if isinstance(answer.get("summary"), str) else ""
     judge = _judge(ev)
     cover_at, ground_at = THRESHOLDS.get(judge.name, THRESHOLDS[LEXICAL_NAME])
