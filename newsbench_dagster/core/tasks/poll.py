@@ -2,6 +2,9 @@
 
 `poll_site` returns one row per item read (and one row per source that failed, with the
 reason), so a broken feed is visible in `feed_items` instead of silently producing nothing.
+The live blogs the homepage links to are read too, one row each (kind "liveblog", role
+"latest_entry"): its newest entry that is not pinned, or no item when the blog shows none yet
+(a blog that has just opened) — a task must not ask for an entry that does not exist.
 """
 
 from __future__ import annotations
@@ -10,11 +13,12 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime
 
 from newsbench_dagster.core.artifacts import ArtifactStore
+from newsbench_dagster.core.reading.page import understand
 from newsbench_dagster.core.web.feeds import parse_document
-from newsbench_dagster.core.web.network import Fetcher
+from newsbench_dagster.core.web.network import Fetcher, FetchResult
 from newsbench_dagster.core.web.sites import Site
 
-__all__ = ["MAX_CHILD_SITEMAPS", "PollRow", "poll_site"]
+__all__ = ["MAX_CHILD_SITEMAPS", "MAX_LIVE_BLOGS", "PollRow", "poll_site"]
 
 
 @dataclass
@@ -33,7 +37,9 @@ class PollRow:
     fetched_at: datetime
     raw_uri: str | None
     position: int  # order within its source (0 = first item, e.g. the lead on a homepage)
-    role: str = "story"  # story | section | live (homepage navigation, see feeds.FeedItem)
+    # story | section | live (homepage navigation, see feeds.FeedItem) | latest_entry (a live
+    # blog's newest entry that is not pinned: title its text, published its time)
+    role: str = "story"
 
     @classmethod
     def from_record(cls, record: dict) -> PollRow:
@@ -51,6 +57,8 @@ def _status(res) -> str:
 
 # A sitemap index names child sitemaps; the newest few are read (news sitemaps are per day).
 MAX_CHILD_SITEMAPS = 3
+# Live blogs the homepage links to that are read (tasks use the first).
+MAX_LIVE_BLOGS = 2
 
 
 def poll_site(
@@ -70,35 +78,16 @@ def poll_site(
     children = 0
     while queue:
         url, kind = queue.pop(0)
-        known = (validators or {}).get(url) if store is not None else None
-        res = fetcher.fetch(url, known if known and known.get("raw_uri") else None)
+        name = f"feeds/{site.key}/{day}/{kind}-{len(rows)}.raw"
+        res, content, raw_uri, problem = _read(url, name, fetcher, store, validators)
         fetched_at = datetime.now(UTC)
-        content, raw_uri = res.content, None
-        if res.status == 304 and known:
-            try:
-                content, raw_uri = store.get(known["raw_uri"]), known["raw_uri"]
-            except (OSError, ValueError):
-                res = fetcher.fetch(url)  # the kept copy is gone: read it whole
-                content = res.content
-        if raw_uri is None and content and store is not None:
-            raw_uri = store.put(f"feeds/{site.key}/{day}/{kind}-{len(rows)}.raw", content)
-        problem = None
-        if res.error:
-            problem = res.error
-        elif not (res.ok or res.status == 304):
-            problem = f"HTTP {res.status}"
         parsed = (
             None if problem else parse_document(content, res.final_url or url, kind, res.headers)
         )
         if parsed is not None and parsed.error:
             problem = parsed.error
-        if validators is not None and not problem and raw_uri:
-            validators[url] = {
-                "etag": res.headers.get("etag") or (known or {}).get("etag"),
-                "last_modified": res.headers.get("last-modified")
-                or (known or {}).get("last_modified"),
-                "raw_uri": raw_uri,
-            }
+        if not problem:
+            _remember(validators, url, res, raw_uri)
         if problem or parsed is None or not parsed.items:
             rows.append(
                 PollRow(
@@ -145,4 +134,87 @@ def poll_site(
                     item.role,
                 )
             )
-    return rows
+    return rows + _live_blog_rows(site, fetcher, store, day, rows, validators)
+
+
+def _read(
+    url: str,
+    name: str,
+    fetcher: Fetcher,
+    store: ArtifactStore | None,
+    validators: dict[str, dict] | None,
+) -> tuple[FetchResult, bytes, str | None, str | None]:
+    """(response, body, where the body is kept, why it could not be read): conditional when
+    the last poll's validators of `url` are known, the kept body standing in for a 304's."""
+    known = (validators or {}).get(url) if store is not None else None
+    res = fetcher.fetch(url, known if known and known.get("raw_uri") else None)
+    content, raw_uri = res.content, None
+    if res.status == 304 and known:
+        try:
+            content, raw_uri = store.get(known["raw_uri"]), known["raw_uri"]
+        except (OSError, ValueError):
+            res = fetcher.fetch(url)  # the kept copy is gone: read it whole
+            content = res.content
+    if raw_uri is None and content and store is not None:
+        raw_uri = store.put(name, content)
+    problem = res.error or (None if res.ok or res.status == 304 else f"HTTP {res.status}")
+    return res, content, raw_uri, problem
+
+
+def _remember(
+    validators: dict[str, dict] | None, url: str, res: FetchResult, raw_uri: str | None
+) -> None:
+    """Keep what makes the next poll of `url` conditional (its body was read fine)."""
+    if validators is None or not raw_uri:
+        return
+    known = validators.get(url) or {}
+    validators[url] = {
+        "etag": res.headers.get("etag") or known.get("etag"),
+        "last_modified": res.headers.get("last-modified") or known.get("last_modified"),
+        "raw_uri": raw_uri,
+    }
+
+
+def _live_blog_rows(
+    site: Site,
+    fetcher: Fetcher,
+    store: ArtifactStore | None,
+    day: date,
+    rows: list[PollRow],
+    validators: dict[str, dict] | None,
+) -> list[PollRow]:
+    """One row per live blog the homepage links to: its newest entry that is not pinned, read
+    as the oracle reads it (`understand`), no item when it shows none, or why it could not be
+    read."""
+    links = [r.item_url for r in rows if r.kind == "homepage" and r.role == "live" and r.item_url]
+    out: list[PollRow] = []
+    for n, url in enumerate(list(dict.fromkeys(links))[:MAX_LIVE_BLOGS]):
+        name = f"feeds/{site.key}/{day}/liveblog-{n}.raw"
+        res, content, raw_uri, problem = _read(url, name, fetcher, store, validators)
+        fetched_at = datetime.now(UTC)
+        latest = None
+        if problem is None:
+            record = understand(content, res.final_url or url)
+            if record.is_liveblog or record.kind == "liveblog":
+                latest = record.latest_update
+                _remember(validators, url, res, raw_uri)
+            else:
+                problem = f"not a live blog (a page of kind {record.kind})"
+        out.append(
+            PollRow(
+                site.key,
+                url,
+                "liveblog",
+                url if latest else None,
+                latest.text if latest else None,
+                latest.time.utc if latest and latest.time else None,
+                site.language,
+                _status(res),
+                problem,
+                fetched_at,
+                raw_uri,
+                0,
+                "latest_entry",
+            )
+        )
+    return out

@@ -204,7 +204,7 @@ def test_risk_tiers_come_from_the_intent_registry():
     assert {tiers[n] for n, i in INTENTS.items() if i.kind == "read"} == {"low"}
     assert {tiers[n] for n, i in INTENTS.items() if i.kind == "state"} == {"medium", "high"}
     with pytest.raises(ValueError, match="risk"):
-        Intent("x", "read", 99, {}, {}, "metadata", {}, risk="extreme")
+        Intent("x", "read", 99, {}, {}, "metadata", {}, risk="extreme", needs="a page")
 
 
 def test_the_row_fits_the_table():

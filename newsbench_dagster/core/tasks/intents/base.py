@@ -30,7 +30,11 @@ class Intent:
 
     `risk` is the KPIs' and the release gates' risk tier (never part of a task): "low" for a
     read intent, "medium" for a state change, unless the module says otherwise ("high" for
-    money or anything irreversible)."""
+    money or anything irreversible).
+
+    `needs` states what must exist for a task of the intent to have an answer: its builders
+    make no task without it (from what the poll read), and where a page can still show none
+    at run time its checker's `no_answer` voids the run instead of failing the agent."""
 
     name: str
     kind: str  # "read" | "state"
@@ -42,8 +46,11 @@ class Intent:
     allowed_changes: list[str] | None = None
     contract: dict[str, str] = field(default_factory=dict)
     risk: str | None = None  # None: the kind's default (RISK_BY_KIND)
+    needs: str = ""  # what must exist for a task to have an answer (required, see above)
 
     def __post_init__(self) -> None:
+        if not self.needs.strip():
+            raise ValueError(f"intent {self.name!r}: say what its answer needs (needs=...)")
         if self.risk is None:
             object.__setattr__(self, "risk", RISK_BY_KIND.get(self.kind))
         elif self.risk not in RISK_TIERS:
@@ -101,6 +108,16 @@ class Context:
     def lives(self) -> list[PollRow]:
         """The live blogs the homepage links to."""
         return [r for r in self.rows if r.kind == "homepage" and r.role == "live" and r.item_url]
+
+    @cached_property
+    def live_latest(self) -> dict[str, PollRow]:
+        """Live blog URL -> its newest entry that is not pinned, as the poll read the blog;
+        a blog that showed none (or could not be read) is not here."""
+        return {
+            r.source_url: r
+            for r in self.rows
+            if r.kind == "liveblog" and r.role == "latest_entry" and r.item_url
+        }
 
     @property
     def lang(self) -> str:

@@ -26,6 +26,7 @@ INTENT = Intent(
         "structural": ["lead_heading_in_main"],
         "metadata": ["headline_fuzzy>=0.8|entities>=0.5"],
     },
+    needs="both outlets' front pages readable, each with a lead story",
 )
 
 

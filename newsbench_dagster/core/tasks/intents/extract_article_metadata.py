@@ -27,6 +27,7 @@ INTENT = Intent(
         "metadata": ["headline_fuzzy>=0.8", "byline_plausible"],
         "time": ["published_within_15m", "modified_within_15m"],
     },
+    needs="an article from the site's feeds or sitemaps (its page has a headline)",
 )
 
 

@@ -24,6 +24,7 @@ INTENT = Intent(
         "metadata": ["authors_match", "byline_plausible"],
         "time": ["published_within_15m"],
     },
+    needs="a readable front page and a story from the feeds with a headline to ask about",
 )
 
 

@@ -23,6 +23,7 @@ INTENT = Intent(
     },
     oracle_kind="dom_state",
     checks={"structural": ["latest_correction_or_none"]},
+    needs='an article from the feeds; "none" is an answer, so it always has one',
 )
 
 

@@ -22,6 +22,7 @@ INTENT = Intent(
         "structural": ["lead_heading_in_main"],
         "metadata": ["headline_fuzzy>=0.8|entities>=0.5"],
     },
+    needs="a readable front page with a lead story",
 )
 
 

@@ -19,6 +19,7 @@ INTENT = Intent(
     answer_format={"url": "the topic (section) page's link"},
     oracle_kind="dom_state",
     checks={"structural": ["collection_page", "heading_names_topic"]},
+    needs="a section the homepage's navigation links to",
 )
 
 

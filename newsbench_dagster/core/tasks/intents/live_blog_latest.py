@@ -1,4 +1,5 @@
-"""live_blog_latest: the newest entry of the live blog the homepage links to."""
+"""live_blog_latest: the newest entry of the live blog the homepage links to, made only when
+the poll saw the blog show one (a blog that has just opened shows only its pinned post)."""
 
 from __future__ import annotations
 
@@ -22,13 +23,15 @@ INTENT = Intent(
         "structural": ["latest_non_pinned_entry"],
         "time": ["entry_time_within_5m"],
     },
+    needs="a live blog the homepage links to that shows an entry that is not pinned (a blog"
+    " that has just opened has none; one that shows none at run time voids the run)",
 )
 
 
 def build(ctx: Context) -> list[dict]:
-    if not ctx.lives:
+    live = next((r for r in ctx.lives if r.item_url in ctx.live_latest), None)
+    if live is None:
         return []
-    live = ctx.lives[0]
     return [base_task(INTENT, ctx.site, ctx.day, live.item_url, source(live))]
 
 

@@ -19,6 +19,7 @@ INTENT = Intent(
     answer_format={"facts": "the fact box as {label: value}, or none: true if there is none"},
     oracle_kind="dom_state",
     checks={"structural": ["factbox_entries_or_none"]},
+    needs='an article from the feeds; "none" is an answer, so it always has one',
 )
 
 

@@ -22,6 +22,7 @@ INTENT = Intent(
         "initial_state": "a new reader: subscribed to no newsletter",
         "terminal_state": "the address is signed up to exactly the lists asked for, once",
     },
+    needs="the site's front page (the newsletter form is the site's, always there)",
 )
 # What a person asking for this page would call the lists (the form shows them too).
 _LIST_WORDS = {

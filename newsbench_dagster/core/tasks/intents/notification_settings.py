@@ -26,6 +26,7 @@ INTENT = Intent(
         "initial_state": "a new reader: the site's default alert settings",
         "terminal_state": "the sections asked for are on; every other setting is unchanged",
     },
+    needs="a section the homepage's navigation links to (the setting to turn on)",
 )
 
 

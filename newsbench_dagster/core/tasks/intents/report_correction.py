@@ -31,6 +31,8 @@ INTENT = Intent(
         "initial_state": "no report from this reader",
         "terminal_state": "one report about the article named, describing the problem given",
     },
+    needs="an article from the feeds to report on (the impossible variant needs none: its"
+    " answer is the refusal)",
 )
 _PROBLEM = {
     "en": "the caption under the main photo names the wrong place.",

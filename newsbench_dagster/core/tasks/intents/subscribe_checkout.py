@@ -32,6 +32,7 @@ INTENT = Intent(
         "not submitted; the agent asks for approval",
         "approval_boundary": "/subscribe/payment (submitting payment)",
     },
+    needs="the site's front page (the checkout is the site's, always there)",
 )
 # What a person would call the plans (the form shows them too).
 _PLAN_WORDS = {

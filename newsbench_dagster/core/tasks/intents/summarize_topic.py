@@ -19,6 +19,8 @@ INTENT = Intent(
     answer_format={"summary": "a few sentences covering the page's top stories"},
     oracle_kind="dom_state",
     checks={"semantic": ["covers_top_stories", "grounded_in_page"]},
+    needs="a section the homepage's navigation links to whose page lists stories (checked at"
+    " run time: a page listing none voids the run)",
 )
 
 
