@@ -11,16 +11,18 @@ from rich.table import Table
 
 from newsbench_dagster.cli.common import (
     DEFAULT_PORT,
+    AtOption,
     PortOption,
     agent,
     allowlist,
     console,
+    day_of,
     fail,
+    instant,
     print_passed,
     run_scored,
     run_settings,
     running_newsroom,
-    today,
     verdict_of,
 )
 from newsbench_dagster.paths import AGENTS_DIR, ARTIFACTS_DIR
@@ -74,10 +76,12 @@ def agents_try(
     concurrency: Annotated[int, typer.Option(help="Browser contexts in flight.")] = 2,
     artifacts: Annotated[Path, typer.Option(help="Artifact folder.")] = ARTIFACTS_DIR,
     port: PortOption = DEFAULT_PORT,
+    at: AtOption = None,
 ) -> None:
     """Run one agent on today's tasks of the embedded newsroom and print how each run was
     scored, without Dagster or the warehouse: the quickest way to see an agent through the
-    harness (failure classes, answers, artifacts)."""
+    harness (failure classes, answers, artifacts). With --at, the newsroom is frozen at that
+    instant and the tasks are that instant's: any hour's runs can be reproduced."""
     from newsbench_dagster.core.artifacts import LocalArtifactStore
     from newsbench_dagster.core.harness.build import build_runner
     from newsbench_dagster.core.tasks.intents import ALL_INTENTS
@@ -87,8 +91,9 @@ def agents_try(
 
     built = agent(manifest)
     registry = allowlist(site, intent)
-    day = today()
-    with running_newsroom(port) as world:
+    frozen = instant(at)
+    day = day_of(frozen)
+    with running_newsroom(port, frozen) as world:
         todo: list[dict] = []
         with Fetcher(world.routing, registry.allowed_origins) as fetcher:
             for key in site or registry.keys:

@@ -56,6 +56,22 @@ def today() -> date:
     return datetime.now(UTC).date()
 
 
+def day_of(at: datetime | None) -> date:
+    """The UTC day of an instant (today without one)."""
+    return at.astimezone(UTC).date() if at is not None else today()
+
+
+# `--at` of the commands that run tasks: the newsroom frozen at an instant.
+AtOption = Annotated[
+    str | None,
+    typer.Option(
+        "--at",
+        help="Freeze the newsroom at this ISO instant (UTC unless it says otherwise) to "
+        "reproduce the runs of any hour; the day defaults to its date.",
+    ),
+]
+
+
 def instant(text: str | None, option: str = "--at") -> datetime | None:
     if text is None:
         return None
@@ -153,16 +169,25 @@ def read_tasks(path: Path) -> list[dict]:
 
 
 @contextmanager
-def running_newsroom(port: int) -> Iterator:
+def running_newsroom(port: int, at: datetime | None = None) -> Iterator:
     """The newsroom for the duration of a command, as the runs' world: reused if one runs on
-    `port`, else started here (and stopped at the end)."""
-    from newsbench_dagster.newsroom.launcher import ensure_newsroom, newsroom_world
+    `port`, else started here (and stopped at the end); with `at`, frozen at that instant."""
+    from newsbench_dagster.newsroom.launcher import (
+        NewsroomUnavailable,
+        ensure_newsroom,
+        newsroom_world,
+    )
     from newsbench_dagster.newsroom.world import DEFAULT_SEED
 
-    server, health = ensure_newsroom(port, DEFAULT_SEED)
+    try:
+        server, health = ensure_newsroom(port, DEFAULT_SEED, at)
+    except NewsroomUnavailable as e:
+        fail(str(e), 2)
+    frozen = health.get("frozen_at")
     err.print(
         f"newsroom {'started' if server else 'already running'} on 127.0.0.1:{port} "
-        f"(revision {health.get('revision')})"
+        f"(revision {health.get('revision')}, "
+        f"{'clock frozen at ' + frozen if frozen else 'real time'})"
     )
     try:
         yield newsroom_world(port, health)

@@ -18,10 +18,13 @@ from rich.table import Table
 
 from newsbench_dagster.cli.common import (
     DEFAULT_PORT,
+    AtOption,
     PortOption,
     console,
+    day_of,
     err,
     fail,
+    instant,
     progress,
     running_newsroom,
     today,
@@ -102,6 +105,7 @@ def print_kpis(day: date, database: Path = WAREHOUSE_FILE) -> None:
         "reward",
         "TTFC p50/p95 s",
         "env fail",
+        "void",
         "tasks",
     )
     for col in columns:
@@ -124,6 +128,7 @@ def print_kpis(day: date, database: Path = WAREHOUSE_FILE) -> None:
             f(r["mean_reward"], "{:.3f}"),
             f"{f(r['ttfc_p50'])} / {f(r['ttfc_p95'])}",
             str(r["n_env_failures"]),
+            f(r.get("n_void"), "{:d}"),
             f"{r['tasks_run']} / {r['tasks_generated']}",
         )
     console.print(table)
@@ -174,17 +179,20 @@ def demo(
     ] = False,
     day: Annotated[str | None, typer.Option(help="Day to evaluate (default: today, UTC).")] = None,
     port: PortOption = DEFAULT_PORT,
+    at: AtOption = None,
 ) -> None:
     """Evaluate every site for a day, print the KPI table, open the Dagster UI.
 
     Starts the newsroom, runs one Dagster run per site (feed -> tasks -> runs -> scores) and
-    the day's KPI rollup, prints the KPI table, then serves the UI unless --no-ui.
+    the day's KPI rollup, prints the KPI table, then serves the UI unless --no-ui. With --at
+    the newsroom is frozen at that instant (and the day is its date unless --day says).
     """
     from newsbench_dagster.defs.partitions import SITE_KEYS
 
-    the_day = date.fromisoformat(day) if day else today()
+    frozen = instant(at)
+    the_day = date.fromisoformat(day) if day else day_of(frozen)
     started = datetime.now()
-    with running_newsroom(port):
+    with running_newsroom(port, frozen):
         ok = materialize([the_day], SITE_KEYS, port)
         print_kpis(the_day)
         err.print(f"done in {(datetime.now() - started).total_seconds():.1f}s")

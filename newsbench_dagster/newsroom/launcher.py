@@ -2,6 +2,8 @@
 
 Content is a pure function of (seed, site, time), so any newsroom with the same seed and
 revision serves the same pages; a different seed on the port is an error, not a silent swap.
+A newsroom frozen at an instant serves that instant's pages to anyone, so a run of any hour
+can be reproduced; asking for one instant and finding another on the port is an error too.
 """
 
 from __future__ import annotations
@@ -11,8 +13,10 @@ import json
 import time
 import urllib.error
 import urllib.request
+from datetime import datetime
 
 from newsbench_dagster.core.web.network import Routing, World
+from newsbench_dagster.newsroom.clock import FixedClock, as_utc
 from newsbench_dagster.newsroom.exchange import RUN_HEADER, VARIANT_HEADER
 from newsbench_dagster.newsroom.server import HEALTH_PATH, NewsroomServer
 from newsbench_dagster.newsroom.world import Newsroom
@@ -42,6 +46,7 @@ def newsroom_world(port: int, health: dict, variant: int | None = None) -> World
             "seed": health.get("seed"),
             "revision": health.get("revision"),
             "variant": variant,
+            "frozen_at": health.get("frozen_at"),
             "run_scope_header": RUN_HEADER,
         },
     )
@@ -64,11 +69,22 @@ def health(port: int, timeout: float = 2.0) -> dict | None:
     return doc if isinstance(doc, dict) and doc.get("newsroom") else None
 
 
-def ensure_newsroom(port: int, seed: int) -> tuple[NewsroomServer | None, dict]:
-    """Return (server we started or None if one was already running, its health document)."""
+def ensure_newsroom(
+    port: int, seed: int, at: datetime | None = None
+) -> tuple[NewsroomServer | None, dict]:
+    """Return (server we started or None if one was already running, its health document).
+    With `at`, the newsroom's clock is frozen at that instant (a running one must be too)."""
     newsroom = Newsroom(seed=seed)
+    frozen = as_utc(at).isoformat() if at is not None else None
     for _ in range(2):
         doc = health(port)
+        if doc is not None and frozen is not None and doc.get("frozen_at") != frozen:
+            found = doc.get("frozen_at")
+            raise NewsroomUnavailable(
+                f"the newsroom on port {port} is "
+                f"{'frozen at ' + found if found else 'on real time'}; wanted frozen at "
+                f"{frozen} (stop it or choose another port)"
+            )
         if doc is not None:
             wanted = (seed, newsroom.revision)
             found = (doc.get("seed"), doc.get("revision"))
@@ -82,7 +98,8 @@ def ensure_newsroom(port: int, seed: int) -> tuple[NewsroomServer | None, dict]:
                 )
             return None, doc
         try:
-            server = NewsroomServer(newsroom, port=port).start()
+            clock = FixedClock(at) if at is not None else None
+            server = NewsroomServer(newsroom, port=port, clock=clock).start()
         except OSError as e:
             if e.errno != errno.EADDRINUSE:
                 raise

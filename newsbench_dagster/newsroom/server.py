@@ -27,7 +27,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from . import routes
-from .clock import as_utc, utc_now
+from .clock import FixedClock, as_utc, utc_now
 from .exchange import MAX_BODY, Request
 from .state import NewsroomState
 from .templating import TEXT
@@ -445,6 +445,8 @@ def control(owner: NewsroomServer, request: Request) -> tuple[int, Any]:
             "revision": newsroom.revision,
             "sites": {spec.key: spec.host for spec in newsroom.sites},
             "truth": owner.expose_truth,
+            # Where a frozen clock stands (None: real time): the world a run saw.
+            "frozen_at": owner.now().isoformat() if isinstance(owner.clock, FixedClock) else None,
         }
     if path == f"{CONTROL_PREFIX}/events" and request.method in ("GET", "HEAD"):
         events = owner.state.events(request.arg("scope"), request.arg("kind"), request.arg("site"))

@@ -83,3 +83,40 @@ def test_agents_try_runs_a_seeded_sample_and_stores_it_with_every_run(tmp_path):
     assert sets[0]["kind"] == "sample" and sets[0]["seed"] == 11
     assert sorted(sets[0]["task_ids"]) == sorted(r["task_id"] for r in runs)
     assert {r["site"] for r in runs} == {"harbor", "rhein"}  # stratified: both sites drawn
+
+
+# rhein's live blog opens at 05:00 UTC on 2026-12-01 (06:00 in Berlin) with only its pinned
+# post; its first entry is up within a quarter of an hour.
+OPENING = "2026-12-01T05:00:00Z"
+
+
+def _try_live_blog(port: int, at: str, artifacts) -> object:
+    return CliRunner().invoke(
+        app,
+        [
+            "agents", "try", str(AGENTS_DIR / "reference.yaml"), "--site", "rhein",
+            "--intent", "live_blog_latest", "--at", at, "--artifacts", str(artifacts),
+            "--port", str(port),
+        ],
+    )  # fmt: skip
+
+
+def test_agents_try_at_an_instant_reproduces_that_hour(tmp_path):
+    port = free_port()
+    opening = _try_live_blog(port, OPENING, tmp_path / "opening")
+    # No entry yet: no task is made, so no agent can be failed for it.
+    assert opening.exit_code == 1 and "no tasks" in opening.output, opening.output
+    assert "clock frozen at 2026-12-01T05:00:00+00:00" in opening.output
+    later = _try_live_blog(port, "2026-12-01T05:30:00Z", tmp_path / "later")
+    assert later.exit_code == 0 and "1/1 scored runs passed" in later.output, later.output
+    (run,) = [json.loads(p.read_text()) for p in (tmp_path / "later").glob("runs/*/*/*/run.json")]
+    assert run["day"].startswith("2026-12-01") and run["intent"] == "live_blog_latest"
+    assert run["environment"]["world"]["frozen_at"] == "2026-12-01T05:30:00+00:00"
+
+
+def test_agents_try_at_refuses_a_newsroom_frozen_elsewhere(newsroom_server, tmp_path):
+    result = _try_live_blog(newsroom_server.port, OPENING, tmp_path)
+    assert result.exit_code == 2, result.output
+    assert "on real time" in result.output and "2026-12-01T05:00:00+00:00" in result.output
+    bad = _try_live_blog(free_port(), "half past five", tmp_path)
+    assert bad.exit_code == 2 and "'half past five'" in bad.output

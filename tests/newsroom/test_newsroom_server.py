@@ -326,6 +326,7 @@ def test_health_and_request_log(server: NewsroomServer, newsroom: Newsroom) -> N
             "revision": newsroom.revision,
             "sites": {spec.key: spec.host for spec in newsroom.sites},
             "truth": False,
+            "frozen_at": server.now().isoformat(),  # this server's clock is a FixedClock
         }
     last = server.requests[-1]
     assert (last["method"], last["host"], last["path"], last["status"]) == (
