@@ -60,6 +60,13 @@ def gate_power(out: str) -> None:
     assert re.search(r"^noisy: smallest task count meeting both targets: .+\Z", out, re.M), out
 
 
+def hour_sweep(out: str) -> None:
+    # Every intent of the instant ran and passed; the table names the instant.
+    assert re.search(r"^2026-11-30 00:00 +(\d+) +\1 +0 +0 +0$", out, re.M), out
+    found = re.search(r"^hour sweep: runs (\d+), reference failures 0, void 0\Z", out, re.M)
+    assert found and int(found.group(1)) >= len(ALL_INTENTS), out
+
+
 def newsroom_rps(out: str) -> None:
     # Every one of the newsroom's URLs answered 200 (a non-200 counts as an error).
     assert re.search(r"^median newsroom \d+ req/s, baseline \d+ req/s, errors 0$", out, re.M)
@@ -114,6 +121,7 @@ SUMMARIES: dict[str, Callable[[str], None]] = {
     for f in (
         feed_parse,
         gate_power,
+        hour_sweep,
         newsroom_rps,
         oracle_meta_eval,
         overhead,
