@@ -147,6 +147,16 @@ def test_where_the_contract_says_so_none_is_the_right_ending(void_run, opening):
     assert check("live_blog_latest", {"text": "anything"}, evidence=plain).void
 
 
+def test_the_witness_says_there_is_none_where_that_is_the_right_ending(opening):
+    task = copy.deepcopy(opening["task"])
+    task["oracle"]["when_no_answer"] = "say_none"
+    opening["clock"].set(opening["blog"].started)
+    [row] = opening["run"]([task])
+    score = score_run(row, task)
+    assert row["answer"].get("none") is True
+    assert not score["excluded"] and score["success"], score["checker"]
+
+
 def test_a_minute_after_the_first_entry_the_same_task_is_scored(opening):
     first = opening["blog"].all_entries[0]
     opening["clock"].set(first.published + timedelta(minutes=1))

@@ -157,8 +157,8 @@ class ReferenceAgent:
 
     async def _live_blog(self, task: AgentTask, tools: BrowserTools) -> None:
         latest = (await tools.read_page()).get("latest_update")
-        if not latest:
-            await tools.answer({"text": None}, claims_success=False)
+        if not latest:  # a blog that has just opened: only its pinned post
+            await tools.answer({"text": None, "none": True})
             return
         await tools.answer({"text": latest["text"], "time": _utc(latest.get("time"))})
 
