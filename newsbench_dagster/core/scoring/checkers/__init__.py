@@ -175,7 +175,7 @@ def _no_answer(intent: str, answer: Any, ev: Evidence, why: str) -> Verdict:
     none" the right ending (`oracle.when_no_answer: say_none`); then that passes and any
     invented answer fails."""
     if (ev.task.get("oracle") or {}).get("when_no_answer") != "say_none":
-        return Verdict(False, 0.0, {}, f"void: {why}", void=True)
+        return Verdict(False, 0.0, {}, why, void=True)
     fields = ev.task.get("answer_format") or INTENTS[intent].answer_format
     none = isinstance(answer, dict) and says_none(answer, *fields)
     reason = "correctly none: " + why if none else "invented an answer: " + why
