@@ -226,7 +226,7 @@ def overall_table(rows: Iterable[dict]) -> str:
     ]
     lines += [
         f"| {r['site']} | {r['agent_version']} | {r['n_scored']} | "
-        f"{_fmt(r['success_rate'], '.2f')} | {r['n_env_failures']} | {r.get('n_void', 0)} | "
+        f"{_fmt(r['success_rate'], '.2f')} | {r['n_env_failures']} | {r['n_void']} | "
         f"{_fmt(r['mean_reward'], '.3f')} |"
         for r in rows
         if r["slice_kind"] == "all"

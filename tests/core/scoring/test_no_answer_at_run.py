@@ -119,7 +119,7 @@ def test_a_run_when_the_blog_shows_no_entry_is_void_not_failed(void_run, opening
     # In the KPIs: run (coverage), not scored, and neither an agent nor an environment failure.
     (row,) = [
         r
-        for r in rollup(_frame([score]), {SITE: 1})
+        for r in rollup(frame("run_scores", [score]), {SITE: 1})
         if r["site"] == SITE and r["slice_kind"] == "all"
     ]
     assert (row["n_runs"], row["n_scored"], row["n_env_failures"], row["n_void"]) == (1, 0, 0, 1)
@@ -172,7 +172,3 @@ def test_a_minute_after_the_first_entry_the_same_task_is_scored(opening):
     # There is an entry now: "none" is wrong, the entry is right.
     assert not check("live_blog_latest", {"none": True}, evidence=ev).success
     assert check("live_blog_latest", {"text": first.text}, evidence=ev).success
-
-
-def _frame(scores):
-    return frame("run_scores", scores)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -43,7 +44,6 @@ __all__ = [
     "Verdict",
     "check",
     "checker_registry",
-    "no_answer_rules",
 ]
 
 # The modules of this package that hold what several checkers share; every other module is
@@ -88,20 +88,13 @@ def checker_registry(
     return found
 
 
-NoAnswerRule = Callable[[Evidence], str | None]
-
-
-def no_answer_rules(checkers: dict[str, Checker]) -> dict[str, NoAnswerRule]:
-    """intent -> its checker module's `no_answer`, for the intents that define one."""
-    return {
-        intent: rule
-        for intent, fn in checkers.items()
-        if callable(rule := getattr(importlib.import_module(fn.__module__), "no_answer", None))
-    }
-
-
 CHECKERS = checker_registry(INTENTS, task_schema()["properties"]["intent"]["enum"])
-NO_ANSWER_RULES = no_answer_rules(CHECKERS)
+# intent -> its checker module's `no_answer`, for the intents that define one.
+NO_ANSWER_RULES: dict[str, Callable[[Evidence], str | None]] = {
+    intent: rule
+    for intent, fn in CHECKERS.items()
+    if callable(rule := getattr(sys.modules[fn.__module__], "no_answer", None))
+}
 
 # Longer than any headline, name list, timestamp or summary a task asks for: not an answer,
 # a dump.
