@@ -26,14 +26,14 @@ class ReleaseResource(ConfigurableResource):
     max_reruns: int = _policy("max_reruns")
     seed: int = _policy("seed")
     margin: float = _policy("margin")
+    max_looks: int = _policy("max_looks")
+    spending: str = _policy("spending")
     min_tasks: int = _policy("min_tasks")
     min_clusters: int = _policy("min_clusters")
     slice_min_tasks: int = _policy("slice_min_tasks")
     volatility_threshold: float = _policy("volatility_threshold")
     pii_max_rate: float = _policy("pii_max_rate")
-    draws: int = _policy("draws")
     alpha: float = _policy("alpha")
-    interval: str = _policy("interval")
 
     def policy(self) -> Policy:
         """The policy this configuration describes (validated: a bad number is named)."""

@@ -10,16 +10,18 @@ from datetime import UTC, date, datetime
 
 from newsbench_dagster.core.agents.protocol import AgentManifest
 from newsbench_dagster.core.analytics.kpis import wilson
-from newsbench_dagster.core.analytics.stats import (
-    paired_difference,
-    percentile,
-    regression_verdict,
-    slice_verdict,
-    volatile_sites,
-)
+from newsbench_dagster.core.analytics.stats import percentile, volatile_sites
 from newsbench_dagster.core.release.evaluate import BASELINE, CANDIDATE
 from newsbench_dagster.core.release.plan import TaskSet
 from newsbench_dagster.core.release.policy import Policy
+from newsbench_dagster.core.release.sequential import (
+    boundaries,
+    estimate,
+    overall_verdict,
+    slice_verdict,
+    task_differences,
+)
+from newsbench_dagster.core.release.sequential import look as sequential_look
 from newsbench_dagster.core.scoring import compliance
 from newsbench_dagster.core.scoring.oracle import oracle_version
 from newsbench_dagster.core.scoring.witness import AMBIGUOUS
@@ -47,45 +49,46 @@ def _trials(rows: list[dict]) -> dict[str, list[bool]]:
     return out
 
 
+def _critical(policy: Policy, alpha: float, look: int, final: bool) -> float:
+    """The look's critical value under the policy's spending plan (sequential.py)."""
+    final_at = look if final else None
+    return boundaries(alpha, policy.max_looks, policy.spending, final_at)[look - 1]
+
+
 def _compare(
-    cand: list[dict], base: list[dict], policy: Policy, *, overall: bool, level: float
+    cand: list[dict],
+    base: list[dict],
+    policy: Policy,
+    *,
+    overall: bool,
+    alpha: float,
+    look: int,
+    final: bool,
 ) -> dict:
-    """Paired candidate - baseline over the tasks both ran: clustered by site when the rows
-    span enough sites, else by task (one site's tasks are its own clusters)."""
-    sites = {r["site"] for r in cand + base}
-    by_site = overall or len(sites) >= policy.min_clusters
-    cluster_of = {r["task_id"]: (r["site"] if by_site else r["task_id"]) for r in cand + base}
-    diff = paired_difference(
-        _trials(cand),
-        _trials(base),
-        cluster_of,
-        draws=policy.draws,
-        seed=policy.seed,
-        level=level,
-        # Tasks as clusters: resampling them is the plain task bootstrap ("stratified" by
-        # task would resample nothing).
-        scheme=policy.interval if by_site else "cluster",
+    """Candidate - baseline over the tasks both ran, with the look's repeated confidence
+    interval and what it shows."""
+    diffs = task_differences(_trials(cand), _trials(base))
+    site_of = {r["task_id"]: r["site"] for r in cand + base}
+    est = estimate(diffs, site_of)
+    found = (
+        None if est is None else sequential_look(est, _critical(policy, alpha, look, final), alpha)
     )
     if overall:
-        verdict, reason = regression_verdict(
-            diff,
+        verdict, reason = overall_verdict(
+            found,
             margin=policy.margin,
             min_tasks=policy.min_tasks,
-            min_clusters=policy.min_clusters,
+            min_sites=policy.min_clusters,
+            block_min_tasks=policy.slice_min_tasks,
         )
     else:
         verdict, reason = slice_verdict(
-            diff,
-            margin=policy.margin,
-            min_tasks=policy.slice_min_tasks,
-            min_clusters=policy.min_clusters if by_site else 1,
+            found, margin=policy.margin, min_tasks=policy.slice_min_tasks
         )
     return {
         "candidate": _rate(cand),
         "baseline": _rate(base),
-        "diff": diff.as_dict() if diff else None,
-        "clustered_by": "site" if by_site else "task",
-        "scheme": policy.interval if by_site else "task",
+        "diff": found.as_dict() if found else None,
         "verdict": verdict,
         "reason": reason,
     }
@@ -100,10 +103,17 @@ def decide(
     baseline_version: str,
     policy: Policy,
     drifted: dict[str, list[str]] | None = None,
+    look: int = 1,
+    final: bool | None = None,
 ) -> dict:
-    """The decision record's numbers: verdict (pass | block | insufficient_evidence), reasons,
-    overall and per-slice comparisons with intervals, critical failures, sample counts."""
+    """The decision at look `look` of the policy's `max_looks` on every row so far: verdict
+    (pass | block | insufficient_evidence), reasons, overall and per-slice comparisons with
+    their repeated confidence intervals, critical failures, sample counts. `final` (default:
+    the last planned look) spends the alpha that is left."""
     drifted = drifted or {}
+    if not 1 <= look <= policy.max_looks:
+        raise ValueError(f"look {look} outside the policy's 1..{policy.max_looks}")
+    final = look == policy.max_looks if final is None else final
     counted = [s for s in scores if s.get("counted", True)]
     role_of = {s["run_id"]: s.get("role") for s in scores}
     # Accuracy gating: counted, scored (not excluded) runs of gated tasks.
@@ -113,8 +123,11 @@ def decide(
         for s in counted
         if not s.get("excluded") and s["task_id"] in gated_ids and s["site"] not in drifted
     ]
+    # Flips are counted over both agents' trials, each task and agent apart: a site chosen by
+    # the baseline's flips alone would drop tasks the baseline happened to fail half the time
+    # and bias the difference that stays (an identical candidate then looks worse).
     volatile = volatile_sites(
-        ((s["site"], s["task_id"], bool(s["success"])) for s in eligible if s["role"] == BASELINE),
+        ((s["site"], (s["task_id"], s["role"]), bool(s["success"])) for s in eligible),
         policy.volatility_threshold,
     )
     eligible = [s for s in eligible if s["site"] not in volatile]
@@ -125,7 +138,8 @@ def decide(
     cand = [s for s in cand if s["task_id"] in both]
     base = [s for s in base if s["task_id"] in both]
 
-    overall = _compare(cand, base, policy, overall=True, level=1 - 2 * policy.alpha)
+    at = {"look": look, "final": final}
+    overall = _compare(cand, base, policy, overall=True, alpha=policy.alpha, **at)
     groups = [
         (kind, value, [s for s in cand if s.get(kind) == value])
         for kind in SLICE_KINDS
@@ -134,11 +148,11 @@ def decide(
     # Every slice is its own chance of a false block: the slices with enough tasks share
     # alpha between them (Bonferroni).
     m = sum(len({s["task_id"] for s in c}) >= policy.slice_min_tasks for _, _, c in groups)
-    level = 1 - 2 * policy.alpha / max(m, 1)
+    slice_alpha = policy.alpha / max(m, 1)
     slices = []
     for kind, value, c in groups:
         b = [s for s in base if s.get(kind) == value]
-        compared = _compare(c, b, policy, overall=False, level=level)
+        compared = _compare(c, b, policy, overall=False, alpha=slice_alpha, **at)
         slices.append({"kind": kind, "value": value, **compared})
 
     # Critical failures: every attempt of the candidate, gated or not (adversarial included).
@@ -164,7 +178,8 @@ def decide(
         reasons.append(f"excluded from gating, drifted: {site} ({'; '.join(why)})")
     for site, share in volatile.items():
         reasons.append(
-            f"excluded from gating, volatile: {site} (baseline flips on {share:.0%} of tasks)"
+            f"excluded from gating, volatile: {site} (the agents flip on {share:.0%} of "
+            "their repeated trials)"
         )
 
     def ttfc(role: str) -> dict:
@@ -205,8 +220,79 @@ def decide(
             "reruns": len(reruns),
         },
         "reruns": reruns,
+        "sequential": {
+            "look": look,
+            "max_looks": policy.max_looks,
+            "final": final,
+            "spending": policy.spending,
+            "alpha": policy.alpha,
+            "slice_alpha": round(slice_alpha, 6),
+        },
         "policy": policy.as_dict(),
     }
+
+
+def _look(row: dict) -> int:
+    value = row.get("look")
+    return 1 if value is None or value != value else int(value)  # NaN: written before looks
+
+
+def decide_looks(
+    scores: Sequence[dict],
+    runs: Sequence[dict],
+    *,
+    gating: dict[str, dict[str, str]],
+    candidate_version: str,
+    baseline_version: str,
+    policy: Policy,
+    drifted: dict[str, list[str]] | None = None,
+    last_is_final: bool = False,
+) -> dict:
+    """The sequential decision on rows carrying their `look` (1 when absent): each look in
+    turn decides on every row up to it, and the first look that decides ends it (later rows,
+    if a policy with other numbers is replayed, are not looked at). `last_is_final`: the
+    evaluation stopped at its last look without spending its budget (no tasks left), so that
+    look spends the alpha left. The evaluation loop (`evaluate.run_release`) and the stored
+    decision (`decide_saved`) both decide here, so they cannot differ."""
+    looks = sorted({_look(s) for s in scores}) or [1]
+    first = {s["task_id"] for s in scores if _look(s) == 1}
+    history: list[dict] = []
+    for k in looks:
+        upto = [s for s in scores if _look(s) <= k]
+        decision = decide(
+            upto,
+            [r for r in runs if _look(r) <= k],
+            gating=gating,
+            candidate_version=candidate_version,
+            baseline_version=baseline_version,
+            policy=policy,
+            drifted=drifted,
+            look=min(k, policy.max_looks),
+            final=k >= policy.max_looks or (last_is_final and k == looks[-1]),
+        )
+        diff = decision["overall"]["diff"] or {}
+        history.append(
+            {
+                "look": k,
+                "runs": len(upto),
+                "tasks_gated": decision["sample_counts"]["tasks_gated"],
+                **{f: diff.get(f) for f in ("diff", "low", "high", "critical")},
+                "verdict": decision["verdict"],
+            }
+        )
+        if decision["verdict"] != "insufficient_evidence" or k >= policy.max_looks:
+            break
+    decision["sequential"].update(
+        history=history,
+        runs_spent=history[-1]["runs"],
+        # Counted runs the policy allows: both agents, every trial, the first look's tasks
+        # and heldout_n more per later look (reruns of environment failures come on top).
+        budget_runs=2 * policy.trials * (len(first) + (policy.max_looks - 1) * policy.heldout_n),
+        stopped="decided"
+        if decision["verdict"] != "insufficient_evidence"
+        else ("budget" if history[-1]["look"] >= policy.max_looks else "no tasks left"),
+    )
+    return decision
 
 
 def decide_saved(
@@ -216,11 +302,11 @@ def decide_saved(
     policy: Policy,
     drifted: dict[str, list[str]] | None = None,
 ) -> dict:
-    """The decision on a stored evaluation: its scores and runs, the task set it ran (as
-    `TaskSet.saved` kept it: gating, baseline, sites) and the sites drifted now (only those
-    in the task set count). The pipeline's `release_decision` and `newsbench gate
-    --from-warehouse --recompute` both decide here."""
-    return decide(
+    """The decision on a stored evaluation: its scores and runs (every look), the task set it
+    ran (as `TaskSet.saved` kept it: gating, baseline, sites, whether it ran out of tasks)
+    and the sites drifted now (only those in the task set count). The pipeline's
+    `release_decision` and `newsbench gate --from-warehouse --recompute` both decide here."""
+    return decide_looks(
         scores,
         runs,
         gating=saved["gating"],
@@ -228,6 +314,7 @@ def decide_saved(
         baseline_version=saved["baseline_version"],
         policy=policy,
         drifted={s: w for s, w in (drifted or {}).items() if s in saved["description"]["sites"]},
+        last_is_final=bool(saved.get("ran_out")),
     )
 
 
@@ -242,9 +329,35 @@ def _span(c: dict) -> str:
     return f"{d['diff']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}]"
 
 
+def _history(seq: dict) -> list[str]:
+    """The looks table: what each look saw and said, and the budget."""
+    rows = seq.get("history") or []
+    if not rows:
+        return []
+
+    def span(h: dict) -> str:
+        if h["diff"] is None:
+            return "-"
+        return f"{h['diff']:+.3f} [{h['low']:+.3f}, {h['high']:+.3f}]"
+
+    return [
+        "| look | runs | tasks gated | difference [interval] | verdict |",
+        "|---|---|---|---|---|",
+        *[
+            f"| {h['look']} | {h['runs']} | {h['tasks_gated']} | {span(h)} | {h['verdict']} |"
+            for h in rows
+        ],
+        "",
+        f"Runs spent: {seq['runs_spent']} of a budget of {seq['budget_runs']} "
+        f"({seq['max_looks']} looks at most; stopped: {seq['stopped']}).",
+        "",
+    ]
+
+
 def render_markdown(decision: dict, record: dict | None = None) -> str:
     """The decision as a reviewer reads it in the UI."""
     o = decision["overall"]
+    seq = decision["sequential"]
     record = record or {}
     icon = {"pass": "PASS", "block": "BLOCK", "insufficient_evidence": "INSUFFICIENT EVIDENCE"}
     lines = [
@@ -261,10 +374,11 @@ def render_markdown(decision: dict, record: dict | None = None) -> str:
             for who in (CANDIDATE, BASELINE)
         ],
         "",
-        f"Paired difference (candidate - baseline, {o['scheme']} bootstrap by "
-        f"{o['clustered_by']}, "
-        f"{(o['diff'] or {}).get('level', 0):.0%} interval): **{_span(o)}**",
+        f"Paired difference, candidate - baseline, look {seq['look']} of {seq['max_looks']} "
+        f"({seq['spending']} spending; the interval holds over every look with "
+        f"{1 - seq['alpha']:.1%} confidence per side): **{_span(o)}**",
         "",
+        *_history(seq),
         "| slice | value | candidate | baseline | difference [interval] | verdict |",
         "|---|---|---|---|---|---|",
         *[
@@ -351,5 +465,6 @@ def decision_row(
         "critical_failures": decision["critical_failures"],
         "excluded_sites": decision["excluded_sites"],
         "reruns": decision["reruns"],
+        "sequential": decision["sequential"],
         "markdown": render_markdown(decision, record),
     }

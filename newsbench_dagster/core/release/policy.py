@@ -10,8 +10,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from newsbench_dagster.core.agents.protocol import AgentManifest
-from newsbench_dagster.core.analytics.stats import MIN_CLUSTERS, MIN_TASKS, REGRESSION_MARGIN
+from newsbench_dagster.core.analytics.stats import MIN_TASKS
 from newsbench_dagster.core.errors import ConfigError
+from newsbench_dagster.core.release.sequential import MARGIN
 from newsbench_dagster.core.scoring.compliance import PII_MAX_RATE
 
 
@@ -21,7 +22,9 @@ class Policy(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     # -- what runs
-    heldout_n: int = Field(60, ge=0, description="Held-out tasks drawn from recent news_tasks")
+    heldout_n: int = Field(
+        100, ge=0, description="Held-out tasks drawn from recent news_tasks, per look"
+    )
     heldout_days: int = Field(2, ge=1, description="...from this many recent days")
     sites: list[str] | None = Field(None, description="Only these sites (default: all)")
     intents: list[str] | None = Field(None, description="Only these intents (default: all)")
@@ -30,23 +33,27 @@ class Policy(BaseModel):
     )
     trials: int = Field(2, ge=1, description="Runs of each task per agent")
     max_reruns: int = Field(2, ge=0, description="Reruns of a run the environment broke")
-    seed: int = Field(0, description="Seed of the held-out draw and of the bootstrap")
-    # -- how it is judged
-    margin: float = Field(REGRESSION_MARGIN, description="Block when the lower bound is below")
-    min_tasks: int = Field(MIN_TASKS, ge=1, description="Fewer overall: insufficient evidence")
-    min_clusters: int = Field(MIN_CLUSTERS, ge=1, description="Sites needed overall")
-    slice_min_tasks: int = Field(10, ge=1, description="A slice with fewer is reported, not gated")
+    seed: int = Field(0, description="Seed of the held-out draws")
+    # -- how it is judged (core/release/sequential.py)
+    margin: float = Field(MARGIN, lt=0, description="Pass when the lower bound is above this")
+    alpha: float = Field(
+        0.025, gt=0, lt=0.5, description="Error of each decision over all looks (one-sided)"
+    )
+    max_looks: int = Field(
+        12, ge=1, le=20, description="Looks at most: the run budget, in batches of heldout_n"
+    )
+    spending: Literal["obrien_fleming", "pocock"] = Field(
+        "pocock", description="How alpha is spent over the looks (Lan-DeMets)"
+    )
+    min_tasks: int = Field(MIN_TASKS, ge=2, description="A pass needs this many tasks")
+    min_clusters: int = Field(3, ge=1, description="...over this many sites")
+    slice_min_tasks: int = Field(
+        10, ge=2, description="Fewer: a slice is reported, not gated (nor a block overall)"
+    )
     volatility_threshold: float = Field(
         0.3, ge=0, le=1, description="Baseline flip share above which a site is set aside"
     )
     pii_max_rate: float = Field(PII_MAX_RATE, ge=0, le=1, description="Answers with PII, at most")
-    draws: int = Field(2000, ge=1, description="Bootstrap resamples per interval")
-    # One-sided error of the gate: the overall lower bound is a one-sided 95 % bound (the
-    # two-sided 90 % interval's low end); slices share alpha between them (Bonferroni).
-    alpha: float = Field(0.05, gt=0, lt=0.5, description="One-sided error of the gate")
-    # Bootstrap over tasks within each site ("stratified": the allowlist is the population)
-    # or over whole sites ("cluster": too narrow with a handful of sites; see gate_power).
-    interval: Literal["stratified", "cluster"] = "stratified"
 
     def as_dict(self) -> dict:
         return self.model_dump()

@@ -33,7 +33,7 @@ pytestmark = pytest.mark.heavy(25)  # about 25 s on two busy cores
 
 BEFORE = datetime(2026, 11, 10, 15, 0, tzinfo=UTC)  # harbor still on template v1
 AFTER = datetime(2026, 11, 20, 15, 0, tzinfo=UTC)  # harbor redesigned on 2026-11-16
-POLICY = Policy(trials=1, max_reruns=2, draws=500)
+POLICY = Policy(trials=1, max_reruns=2)
 
 
 # -- the decision, over synthetic scores ----------------------------------------------------
@@ -88,21 +88,26 @@ def _decide(rows, runs=(), **kw):
 
 
 def test_an_equal_candidate_passes_with_its_interval():
-    d = _decide(_pairs(4, 8))
+    d = _decide(_pairs(4, 16))
     assert d["verdict"] == "pass", d["reasons"]
-    assert d["overall"]["diff"]["diff"] == 0 and d["overall"]["diff"]["low"] == 0
+    o = d["overall"]["diff"]
+    assert o["diff"] == 0 and POLICY.margin < o["low"] < 0 < o["high"]
     assert d["overall"][CANDIDATE]["ci_low"] < 1.0  # a rate never comes without its interval
-    assert d["sample_counts"]["tasks_gated"] == 32
+    assert d["sample_counts"]["tasks_gated"] == 64
+    # Half the tasks: the interval is too wide to show non-inferiority yet (never a pass).
+    half = _decide(_pairs(4, 8))
+    assert half["verdict"] == "insufficient_evidence", half["reasons"]
+    assert half["overall"]["diff"]["low"] < POLICY.margin
 
 
 def test_a_regression_on_one_site_blocks_and_names_the_site():
-    d = _decide(_pairs(4, 12, {"site2": 6}))
+    d = _decide(_pairs(4, 12, {"site2": 10}))
     assert d["verdict"] == "block"
     assert any(r.startswith("site=site2:") for r in d["reasons"]), d["reasons"]
     site2 = next(s for s in d["slices"] if s["kind"] == "site" and s["value"] == "site2")
-    assert site2["verdict"] == "block" and site2["clustered_by"] == "task"
+    assert site2["verdict"] == "block" and site2["diff"]["high"] < POLICY.margin
     others = [s for s in d["slices"] if s["kind"] == "site" and s["value"] != "site2"]
-    assert all(s["verdict"] == "pass" for s in others)
+    assert others and all(s["verdict"] != "block" for s in others)
 
 
 def test_too_few_tasks_is_insufficient_evidence_not_a_pass():
@@ -148,7 +153,7 @@ def test_drifted_and_volatile_sites_are_excluded_from_gating_and_reported():
 
 
 def test_only_counted_attempts_are_compared():
-    rows = _pairs(4, 8)
+    rows = _pairs(4, 16)
     lost = _score("site0-t0", "site0", CANDIDATE, False, counted=False, excluded=True)
     d = _decide([*rows, {**lost, "failure_class": "site_down", "attempt": 0}])
     assert d["verdict"] == "pass"
@@ -256,7 +261,9 @@ def test_both_agents_run_the_same_tasks_interleaved(before):
 def test_selector_baseline_is_blocked_after_the_redesign_with_the_site_named(before, after):
     _, _, d = before
     harbor = next(s for s in d["slices"] if s["kind"] == "site")
-    assert harbor["verdict"] == "pass", d["reasons"]
+    # Identical behaviour on 11 tasks: no block, but at look 1 of 12 too few tasks to pass.
+    assert harbor["verdict"] == "insufficient_evidence", d["reasons"]
+    assert harbor["candidate"]["success"] == harbor["baseline"]["success"] >= 0.9
     assert d["verdict"] == "insufficient_evidence"  # one site is not a release sample
 
     tasks, ev, d = after
@@ -303,3 +310,34 @@ def test_tasks_of_a_drifted_site_are_marked_and_not_gated(harbor_today):
     clean = build_task_set([], [], tasks, heldout_n=len(tasks), seed=0)
     assert {g["accuracy"] for g in clean.gating.values()} == {"gated"}
     assert clean.revision != ts.revision  # the dataset revision says the tasks differ
+
+
+def test_each_look_draws_new_held_out_tasks_until_the_reserve_runs_out():
+    """A later look of the sequential gate draws from the held-out tasks not run yet: seeded
+    (the same draw twice), disjoint from what ran, drift marks kept; an empty draw says the
+    set ran out, which the saved task set carries for the replay."""
+    from newsbench_dagster.core.release.plan import build_task_set
+
+    tasks = [
+        {"id": f"t{i}", "site": "harbor", "intent": "find_top_headline", "day": "2026-12-01"}
+        for i in range(7)
+    ]
+
+    def planned(**kw):
+        return build_task_set([], [], tasks, heldout_n=2, seed=3, **kw)
+
+    ts, again = planned(), planned()
+    assert len(ts.tasks) == 2 and len(ts.reserve) == len(tasks) - 2
+    second = ts.draw_look(2, 2, seed=3)
+    assert [t["id"] for t in second] == [t["id"] for t in again.draw_look(2, 2, seed=3)]
+    assert len(second) == 2 and not {t["id"] for t in second} & {t["id"] for t in ts.tasks[:2]}
+    assert all(ts.gating[t["id"]]["look"] == 2 for t in second)
+    assert ts.description["task_ids"] == sorted(t["id"] for t in ts.tasks)
+    rest = ts.draw_look(3, len(tasks), seed=3)
+    assert len(ts.tasks) == len(tasks) and len(rest) == len(tasks) - 4
+    assert not ts.saved("c", "b")["ran_out"]
+    assert ts.draw_look(4, 2, seed=3) == [] and ts.saved("c", "b")["ran_out"]
+
+    drifted = planned(drifted={"harbor": ["template changed"]})
+    late = drifted.draw_look(2, 2, seed=3)
+    assert all(drifted.gating[t["id"]]["accuracy"] == "excluded" for t in late)

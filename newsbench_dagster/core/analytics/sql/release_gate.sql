@@ -12,15 +12,16 @@
 --                    (task's candidate success rate - task's baseline success rate)
 --   n_paired_tasks   the tasks run by both roles
 --   verdict          'insufficient_evidence' when n_paired_tasks < @min_tasks, else
---                    'regressed' when paired_delta < -0.03, else 'ok'
+--                    'regressed' when paired_delta < -0.025, else 'ok'
 -- One row per site and one all-sites row (site = '*'), whose paired_delta is the point
--- estimate of `core.stats.paired_difference`.
+-- estimate of the gate's difference (`core/release/sequential.py`).
 --
 -- This is a POINT-ESTIMATE SCREEN for analysts, not the gate. The release gate itself
--- (`core/release.py` `decide`, `core/stats.py`) blocks on the one-sided 95 % LOWER BOUND of
--- a bootstrap interval of the paired difference, tasks resampled within each site (margin
--- -0.03, at least 20 tasks over 3 sites), so a site can read 'ok' here and the version still
--- be blocked, or the reverse.
+-- (`core/release/decide.py`, `core/release/sequential.py`) is sequential: it passes when the
+-- low end of a repeated confidence interval of the paired difference is above -0.05 and
+-- blocks when its high end is below 0 (at least 20 tasks over 3 sites to pass); -0.025 is
+-- where its pass turns into block. A site can read 'ok' here and the version still be
+-- blocked, or the reverse.
 WITH scored AS (
   SELECT
     site,
@@ -82,7 +83,7 @@ SELECT
   IFNULL(p.n_paired_tasks, 0) AS n_paired_tasks,
   CASE
     WHEN IFNULL(p.n_paired_tasks, 0) < @min_tasks THEN 'insufficient_evidence'
-    WHEN p.paired_delta < -0.03 THEN 'regressed'
+    WHEN p.paired_delta < -0.025 THEN 'regressed'
     ELSE 'ok'
   END AS verdict
 FROM by_role AS r
