@@ -46,7 +46,16 @@ def gate(
     intent: Annotated[list[str], typer.Option(help="Intent (repeatable; default: all).")] = [],  # noqa: B006
     heldout: Annotated[
         int | None,
-        typer.Option(help=f"Held-out tasks drawn from today's feeds {_default('heldout_n')}."),
+        typer.Option(
+            help=f"Held-out tasks drawn from today's feeds per look {_default('heldout_n')}."
+        ),
+    ] = None,
+    max_looks: Annotated[
+        int | None,
+        typer.Option(
+            help="Looks of the sequential gate at most: while the evidence is insufficient, "
+            f"each look draws --heldout more tasks {_default('max_looks')}."
+        ),
     ] = None,
     trials: Annotated[
         int | None, typer.Option(help=f"Runs of each task per agent {_default('trials')}.")
@@ -56,7 +65,7 @@ def gate(
     ] = None,
     seed: Annotated[
         int | None,
-        typer.Option(help=f"Seed of the held-out draw and the bootstrap {_default('seed')}."),
+        typer.Option(help=f"Seed of the held-out draws {_default('seed')}."),
     ] = None,
     slice_min_tasks: Annotated[
         int | None,
@@ -101,6 +110,7 @@ def gate(
         "sites": site or None,
         "intents": intent or None,
         "heldout_n": heldout,
+        "max_looks": max_looks,
         "trials": trials,
         "max_reruns": max_reruns,
         "seed": seed,
@@ -139,13 +149,14 @@ def gate(
 
 
 def _run(cand, base, policy: Policy, registry, artifacts: Path, port: int):
-    """Both agents on the release task set of today's feeds, as `candidate_runs` runs them."""
+    """Both agents on the release task set of today's feeds, look by look, as
+    `candidate_runs` runs them (`core.release.looks`)."""
     from newsbench_dagster.core.artifacts import LocalArtifactStore
-    from newsbench_dagster.core.release.decide import decide
-    from newsbench_dagster.core.release.evaluate import run_evaluation
-    from newsbench_dagster.core.release.plan import plan_task_set
+    from newsbench_dagster.core.release.looks import run_release
+    from newsbench_dagster.core.release.plan import plan_task_set, task_set_key
 
     day = today()
+    store = LocalArtifactStore(artifacts)
     with running_newsroom(port) as world:
         task_set = plan_task_set(
             registry, world, policy, suites_dir=SUITES_DIR, recent=[], day=day, warn=err.print
@@ -157,26 +168,30 @@ def _run(cand, base, policy: Policy, registry, artifacts: Path, port: int):
                 f"{cand.agent_version} vs {base.agent_version}",
                 total=len(task_set.tasks) * 2 * policy.trials,
             )
-            ev = run_evaluation(
+
+            def advance(_row: dict) -> None:  # the total grows as looks draw more tasks
+                bar.update(job, advance=1, total=len(task_set.tasks) * 2 * policy.trials)
+
+            def save(ts, _ev) -> None:
+                store.put_json(
+                    task_set_key(cand.agent_version),
+                    ts.saved(cand.agent_version, base.agent_version),
+                )
+
+            _, decision = run_release(
                 cand,
                 base,
                 task_set,
                 day,
                 policy,
+                save=save,
+                log=lambda line: err.print(line, highlight=False),
                 world=world,
-                store=LocalArtifactStore(artifacts),
+                store=store,
                 registry=registry,
                 settings=run_settings(),
-                progress=lambda _row: bar.advance(job),
+                progress=advance,
             )
-    decision = decide(
-        ev.scores,
-        ev.runs,
-        gating=task_set.gating,
-        candidate_version=cand.agent_version,
-        baseline_version=base.agent_version,
-        policy=policy,
-    )
     return decision, task_set
 
 

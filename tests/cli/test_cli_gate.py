@@ -57,6 +57,43 @@ def test_gate_blocks_the_selector_baseline_after_the_redesign_and_exits_1(tmp_pa
     assert decision["sample_counts"]["tasks_gated"] == len(ids) >= 5
 
 
+def test_an_identical_candidate_is_never_blocked_and_each_look_draws_new_tasks(tmp_path):
+    """A/A: the reference agent under another name against itself. The gate may pass or say
+    insufficient evidence, never block; a look that is not decisive draws --heldout new
+    held-out tasks, and the task set kept in the artifact store holds every look's tasks."""
+    from newsbench_dagster.core.artifacts import LocalArtifactStore
+    from newsbench_dagster.core.release.plan import task_set_key
+
+    agents = tmp_path / "agents"
+    agents.mkdir()
+    (agents / "reference.yaml").write_text((AGENTS_DIR / "reference.yaml").read_text())
+    (agents / "twin.yaml").write_text("name: twin\nversion: 0.1.0\nadapter: reference\n")
+    args = [
+        *("gate", "--candidate", "twin", "--baseline", "reference", "--agents", str(agents)),
+        *("--site", "harbor", "--site", "northgate", "--intent", "extract_article_metadata"),
+        *("--heldout", "2", "--max-looks", "3", "--trials", "1", "--slice-min-tasks", "5"),
+        *("--json", "--artifacts", str(tmp_path / "a"), "--port", str(free_port())),
+    ]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code in (0, 3), result.output
+    decision = json.loads(result.stdout[result.stdout.index("{") :])
+    assert decision["verdict"] in ("pass", "insufficient_evidence")
+    assert decision["overall"]["diff"]["diff"] == 0
+    seq = decision["sequential"]
+    assert seq["max_looks"] == 3 and seq["look"] == len(seq["history"]) >= 2, seq
+    assert [h["look"] for h in seq["history"]] == list(range(1, seq["look"] + 1))
+    assert all(h["verdict"] == "insufficient_evidence" for h in seq["history"][:-1])
+    gated = [h["tasks_gated"] for h in seq["history"]]
+    assert gated == sorted(gated) and len(set(gated)) == len(gated), gated  # more each look
+    assert "look 2/3" in result.stderr
+
+    key = task_set_key(decision["candidate_version"])
+    saved = LocalArtifactStore(tmp_path / "a").read_json(key)
+    later = [i for i, g in saved["gating"].items() if g.get("look", 1) > 1]
+    assert len(later) == 2 * (seq["look"] - 1) or saved["ran_out"], saved["description"]
+    assert saved["ran_out"] == (seq["stopped"] == "no tasks left")
+
+
 def _store(db, verdict: str, baseline: str, candidate: str, at: str) -> None:
     with duckdb.connect(str(db)) as con:
         con.execute("CREATE SCHEMA IF NOT EXISTS newsbench")

@@ -289,6 +289,13 @@ def test_the_requested_run_evaluates_both_on_identical_tasks_and_the_gate_blocks
     assert all(rec.endswith("harbor-2026-12-01.warc.gz") and n > 0 for *_, rec, n in replayed)
     assert all(ok for role, _, ok, *_ in replayed if role == "baseline")
     assert decision == [("block", request.partition_key, len(ids["candidate"]))]
+    with duckdb.connect(str(db), read_only=True) as con:
+        (seq,) = con.execute("SELECT sequential FROM newsbench.release_decision").fetchone()
+        looks = con.execute("SELECT DISTINCT look FROM newsbench.candidate_scores").fetchall()
+    seq = json.loads(seq)
+    # The regression is plain at the first look: it stops there, the budget left unspent.
+    assert (seq["look"], seq["stopped"], looks) == (1, "decided", [(1,)])
+    assert seq["runs_spent"] < seq["budget_runs"]
 
     # The analysts' release-gate SQL (BigQuery dialect, run here on DuckDB) reads the same
     # numbers off candidate_scores as the decision asset did.
@@ -317,8 +324,8 @@ def test_the_cli_gate_decides_as_the_pipeline_did_on_the_same_stored_runs(candid
 
     db, artifacts, agents, request, _ = candidate_evaluation
     with duckdb.connect(str(db), read_only=True) as con:
-        verdict, policy, reasons, slices = con.execute(
-            "SELECT verdict, policy, reasons, slices FROM newsbench.release_decision"
+        verdict, policy, reasons, slices, sequential = con.execute(
+            "SELECT verdict, policy, reasons, slices, sequential FROM newsbench.release_decision"
         ).fetchone()
     stored = {"policy": json.loads(policy), "reasons": json.loads(reasons)}
     base = [
@@ -334,6 +341,7 @@ def test_the_cli_gate_decides_as_the_pipeline_did_on_the_same_stored_runs(candid
     assert decision["policy"] == ReleaseResource(**RELEASE_CONFIG).policy().as_dict()
     assert decision["reasons"] == stored["reasons"]
     assert decision["slices"] == json.loads(slices)
+    assert decision["sequential"] == json.loads(sequential)  # the same looks, the same budget
     assert "stored decision" not in same.stderr
 
     # Without options, the gate decides with the policy's defaults, the release resource's.

@@ -187,12 +187,14 @@ TABLES: dict[str, dict[str, str]] = {
         "attempt": "int",
         "counted": "bool",
         "slot": "int",  # position in the interleaved schedule (A B, then B A, ...)
+        "look": "int",  # the sequential gate's look that ran it (1..max_looks)
     },
     "candidate_scores": {
         "candidate_version": "string",
         "role": "string",
         "attempt": "int",
         "counted": "bool",
+        "look": "int",
     },
     # One row per decision: what a reviewer needs to defend (seed 003's decision record).
     "release_decision": {
@@ -226,6 +228,7 @@ TABLES: dict[str, dict[str, str]] = {
         "critical_failures": "json",
         "excluded_sites": "json",
         "reruns": "json",
+        "sequential": "json",  # looks taken, each look's interval and verdict, runs spent
         "markdown": "string",
     },
     # Per site and day: did the site change under us (seed 000 "drift sensitivity")?

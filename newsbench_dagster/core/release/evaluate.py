@@ -38,13 +38,15 @@ def _is_env(score: dict) -> bool:
     return bool(score.get("excluded")) and score.get("failure_class") in _ENV_CLASSES
 
 
-_CARRIED = ("candidate_version", "role", "attempt", "counted")
+_CARRIED = ("candidate_version", "role", "attempt", "counted", "look")
 
 
 def finish_scores(runs: list[dict], scores: dict[str, dict]) -> list[dict]:
     """`candidate_scores` rows: each run's score (by run id) with role, attempt and counted
     carried over from its run, the witness judging the counted runs."""
-    rows = [{**scores[r["run_id"]], **{k: r[k] for k in _CARRIED}} for r in runs]
+    # Rows written before the gate had looks carry none: they were its first.
+    carried = [{"look": 1, **{k: r[k] for k in _CARRIED if k in r}} for r in runs]
+    rows = [{**scores[r["run_id"]], **c} for r, c in zip(runs, carried, strict=True)]
     witnessed = {s["run_id"]: s for s in apply_witness([s for s in rows if s["counted"]])}
     return [witnessed.get(s["run_id"], s) for s in rows]
 
@@ -68,14 +70,18 @@ def evaluate(
     *,
     max_reruns: int = 2,
     progress: Callable[[dict], None] | None = None,
+    look: int = 1,
+    tasks: list[dict] | None = None,
 ) -> Evaluation:
-    """Run both agents on every task, interleaved (the runner `runner_for` builds must have
-    `interleave` and the trials set), rerun environment failures, and score every attempt."""
+    """Run both agents on every task (`tasks`: the look's batch of the set, default all of
+    it), interleaved (the runner `runner_for` builds must have `interleave` and the trials
+    set), rerun environment failures, and score every attempt; rows carry their `look`."""
     cand_v, base_v = candidate.manifest.agent_version, baseline.manifest.agent_version
     if cand_v == base_v:
         raise ValueError(f"candidate and baseline are the same version ({cand_v})")
     role = {cand_v: CANDIDATE, base_v: BASELINE}
-    by_id = {t["id"]: t for t in task_set.tasks}
+    todo_tasks = task_set.tasks if tasks is None else tasks
+    by_id = {t["id"]: t for t in todo_tasks}
     namespace = f"release:{cand_v}"  # the baseline's runs here are not its nightly runs
     runner = runner_for([candidate, baseline])
     runner.settings.namespace = namespace
@@ -88,9 +94,9 @@ def evaluate(
 
     slots = {
         (t["id"], a.manifest.agent_version, trial): i
-        for i, (t, a, trial) in enumerate(runner.schedule(task_set.tasks))
+        for i, (t, a, trial) in enumerate(runner.schedule(todo_tasks))
     }
-    rows = asyncio.run(runner.run(task_set.tasks, day, progress))
+    rows = asyncio.run(runner.run(todo_tasks, day, progress))
     for r in rows:
         r["attempt"] = 0
     scores = {r["run_id"]: score(r) for r in rows}
@@ -129,6 +135,7 @@ def evaluate(
             "attempt": r["attempt"],
             "counted": r["run_id"] in counted,
             "slot": slots.get((r["task_id"], r["agent_version"], r["trial"])),
+            "look": look,
         }
         for r in rows
     ]
@@ -148,9 +155,12 @@ def run_evaluation(
     settings: RunSettings,
     options: BrowserOptions | None = None,
     progress: Callable[[dict], None] | None = None,
+    look: int = 1,
+    tasks: list[dict] | None = None,
 ) -> Evaluation:
-    """A release evaluation as the pipeline and `newsbench gate` run it: the harness built
-    the one way (`core.harness.build`), the policy's trials, interleaved, its reruns."""
+    """One look of a release evaluation as the pipeline and `newsbench gate` run it: the
+    harness built the one way (`core.harness.build`), the policy's trials, interleaved, its
+    reruns (`core.release.looks` runs the looks)."""
     robots = fetch_robots(world, registry)
 
     def runner_for(agents: list[Agent]):
@@ -175,4 +185,6 @@ def run_evaluation(
         runner_for,
         max_reruns=policy.max_reruns,
         progress=progress,
+        look=look,
+        tasks=tasks,
     )

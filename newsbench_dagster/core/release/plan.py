@@ -29,6 +29,9 @@ class TaskSet:
     tasks: list[dict]
     gating: dict[str, dict[str, str]]  # task id -> {suite, accuracy, safety, reason?}
     description: dict[str, Any] = field(default_factory=dict)
+    # Held-out tasks not drawn yet: where a later look of the sequential gate draws from.
+    reserve: list[dict] = field(default_factory=list, repr=False)
+    drifted: dict[str, list[str]] = field(default_factory=dict, repr=False)
 
     @property
     def revision(self) -> str:
@@ -45,7 +48,33 @@ class TaskSet:
             "description": self.description,
             "gating": self.gating,
             "tasks": self.tasks,
+            "ran_out": bool(self.description.get("ran_out")),
         }
+
+    def draw_look(self, look: int, n: int, seed: int) -> list[dict]:
+        """The next look's held-out batch: `n` tasks stratified from the reserve (seeded by the
+        look, so a replay draws the same), added to the set, gated as held-out. An empty batch
+        means the reserve ran out; the set then says so (`ran_out`)."""
+        drawn = stratified_sample(self.reserve, min(n, len(self.reserve)), seed + look - 1)
+        batch = pick(self.reserve, drawn)
+        if self.drifted:
+            batch = mark_tasks(batch, self.drifted)
+        taken = {t["id"] for t in batch}
+        self.reserve = [t for t in self.reserve if t["id"] not in taken]
+        for task in batch:
+            gate = {"suite": "heldout", "accuracy": "gated", "safety": "gated", "look": look}
+            if task["site"] in self.drifted:
+                gate = {**gate, "accuracy": "excluded", "reason": f"drift: {task['site']}"}
+            self.tasks.append(task)
+            self.gating[task["id"]] = gate
+        d = self.description
+        d["counts"] = dict(Counter(g["suite"] for g in self.gating.values()))
+        d["task_ids"] = sorted(self.gating)
+        d["sites"] = sorted({t["site"] for t in self.tasks})
+        d.setdefault("looks", []).append({"look": look, "drawn": len(batch)})
+        if not batch:
+            d["ran_out"] = True
+        return batch
 
 
 def build_task_set(
@@ -97,6 +126,8 @@ def build_task_set(
             "drifted_sites": sorted(drifted),
             "task_ids": sorted(gating),
         },
+        reserve=[t for t in pool if t["id"] not in gating],
+        drifted=dict(drifted),
     )
 
 

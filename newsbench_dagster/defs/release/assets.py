@@ -13,9 +13,9 @@ from newsbench_dagster.core.analytics.tables import frame, records
 from newsbench_dagster.core.release.decide import decide_saved, decision_row, site_table
 from newsbench_dagster.core.release.evaluate import (
     CANDIDATE,
-    run_evaluation,
     score_evaluation,
 )
+from newsbench_dagster.core.release.looks import run_release
 from newsbench_dagster.core.release.plan import plan_task_set, task_set_key
 from newsbench_dagster.defs.partitions import candidate_asset
 from newsbench_dagster.defs.progress import RunLog
@@ -77,6 +77,7 @@ def candidate_runs(
     registry = sites.load()
     world = newsroom.world(registry.allowed_origins)
     day = datetime.now(UTC).date()
+    drifted = drifted_sites(records(site_drift, "site_drift"))
     since = pd.Timestamp(day - timedelta(days=policy.heldout_days - 1))
     recent = [r["task"] for r in records(news_tasks[news_tasks["day"] >= since], "news_tasks")]
     task_set = plan_task_set(
@@ -86,18 +87,24 @@ def candidate_runs(
         suites_dir=release.suites_dir,
         recent=recent,
         day=day,
-        drifted=drifted_sites(records(site_drift, "site_drift")),
+        drifted=drifted,
         warn=context.log.warning,
     )
     store = artifacts.store()
-    store.put_json(task_set_key(version), task_set.saved(version, baseline.agent_version))
     log = RunLog(context, len(task_set.tasks) * 2 * policy.trials)
-    ev = run_evaluation(
+
+    def save(ts, _ev) -> None:  # the task set as it grows, before the next look runs
+        store.put_json(task_set_key(version), ts.saved(version, baseline.agent_version))
+
+    ev, decision = run_release(
         candidate,
         baseline,
         task_set,
         day,
         policy,
+        save=save,
+        drifted=drifted,
+        log=context.log.info,
         world=world,
         store=store,
         registry=registry,
@@ -114,6 +121,8 @@ def candidate_runs(
             "runs": len(df),
             "reruns": int((df["attempt"] > 0).sum()),
             "dataset_revision": task_set.revision,
+            "looks": decision["sequential"]["look"],
+            "verdict_at_last_look": decision["verdict"],
         }
     )
     return df
