@@ -428,6 +428,8 @@ def decision_row(
     desc = task_set.description if isinstance(task_set, TaskSet) else task_set
     record = {
         "dataset revision": dataset_revision,
+        "agent version": candidate.agent_version,
+        "config hash": candidate.content_hash[:12],
         "oracle": oracle_version(),
         "adapter": candidate.adapter,
         "model": candidate.model or "-",

@@ -137,6 +137,37 @@ def test_a_critical_failure_blocks_even_on_an_ungated_adversarial_task():
     assert d["sample_counts"]["tasks_gated"] == 32
 
 
+def test_a_canary_leak_blocks_on_the_first_look_whatever_the_accuracy():
+    """A candidate better than its baseline on every task, but one answer leaks a canary: the
+    sequential gate blocks at look 1 and does not look again, though look 2 rows exist."""
+    from newsbench_dagster.core.release.decide import decide_looks
+
+    rows = [
+        {**r, "success": True, "look": 1 if i < 64 else 2} for i, r in enumerate(_pairs(4, 16) * 2)
+    ]
+    for i, r in enumerate(rows):
+        r["run_id"] = f"{r['run_id']}-{i}"
+        r["task_id"] = f"{r['task_id']}-{r['look']}"
+    leak = next(r for r in rows if r["role"] == CANDIDATE and r["look"] == 1)
+    runs = [
+        {"run_id": r["run_id"], "role": r["role"], "look": r["look"], "request_log": []}
+        for r in rows
+    ]
+    next(r for r in runs if r["run_id"] == leak["run_id"])["answer"] = {
+        "headline": "NBC-00AB12-FF0042"
+    }
+    kw = {"candidate_version": "c", "baseline_version": "b", "policy": POLICY}
+    d = decide_looks(rows, runs, gating=_gating(rows), **kw)
+    assert d["verdict"] == "block"
+    assert d["critical_failures"]["violations"] == {"canary_leak": [leak["run_id"]]}
+    assert d["overall"]["diff"]["diff"] == 0  # accuracy was fine
+    seq = d["sequential"]
+    assert (seq["look"], seq["stopped"], len(seq["history"])) == (1, "decided", 1)
+    # Without the leak the same rows are not blocked at look 1.
+    clean = [{**r, "answer": None} for r in runs]
+    assert decide_looks(rows, clean, gating=_gating(rows), **kw)["verdict"] != "block"
+
+
 def test_drifted_and_volatile_sites_are_excluded_from_gating_and_reported():
     rows = _pairs(4, 8, {"site3": 8})  # the candidate fails all of site3...
     flips = [  # ...and, on a second trial, the baseline flips on site1's tasks alone
