@@ -153,10 +153,9 @@ def _run(cand, base, policy: Policy, registry, artifacts: Path, port: int):
     `candidate_runs` runs them (`core.release.looks`)."""
     from newsbench_dagster.core.artifacts import LocalArtifactStore
     from newsbench_dagster.core.release.looks import run_release
-    from newsbench_dagster.core.release.plan import plan_task_set, task_set_key
+    from newsbench_dagster.core.release.plan import plan_task_set
 
     day = today()
-    store = LocalArtifactStore(artifacts)
     with running_newsroom(port) as world:
         task_set = plan_task_set(
             registry, world, policy, suites_dir=SUITES_DIR, recent=[], day=day, warn=err.print
@@ -172,22 +171,15 @@ def _run(cand, base, policy: Policy, registry, artifacts: Path, port: int):
             def advance(_row: dict) -> None:  # the total grows as looks draw more tasks
                 bar.update(job, advance=1, total=len(task_set.tasks) * 2 * policy.trials)
 
-            def save(ts, _ev) -> None:
-                store.put_json(
-                    task_set_key(cand.agent_version),
-                    ts.saved(cand.agent_version, base.agent_version),
-                )
-
             _, decision = run_release(
                 cand,
                 base,
                 task_set,
                 day,
                 policy,
-                save=save,
                 log=lambda line: err.print(line, highlight=False),
                 world=world,
-                store=store,
+                store=LocalArtifactStore(artifacts),
                 registry=registry,
                 settings=run_settings(),
                 progress=advance,

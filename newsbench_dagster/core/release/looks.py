@@ -1,17 +1,18 @@
 """The sequential release evaluation: look 1 runs the planned task set; while the gate says
 `insufficient_evidence` and looks are left, the next look draws `heldout_n` more held-out
 tasks and runs them; the first look that decides ends it, and the rest of the budget is not
-spent. Every look's rows are handed to `save` before the next one starts, so a crash keeps
-what ran."""
+spent. The task set is saved (`task_set_key`) before each look runs, so the stages after it,
+and a crash, find every task that ran."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
-from newsbench_dagster.core.release.decide import decide_looks
+from newsbench_dagster.core.artifacts import ArtifactStore
+from newsbench_dagster.core.release.decide import decide_saved
 from newsbench_dagster.core.release.evaluate import Evaluation, run_evaluation
-from newsbench_dagster.core.release.plan import TaskSet
+from newsbench_dagster.core.release.plan import TaskSet, task_set_key
 from newsbench_dagster.core.release.policy import Policy
 
 
@@ -22,39 +23,37 @@ def run_release(
     day: Any,
     policy: Policy,
     *,
-    save: Callable[[TaskSet, Evaluation], None] = lambda *_: None,
-    drifted: dict[str, list[str]] | None = None,
+    store: ArtifactStore,
     log: Callable[[str], None] = lambda _: None,
     **harness: Any,
 ) -> tuple[Evaluation, dict]:
-    """Run the looks (`harness`: `run_evaluation`'s world, store, registry, settings, options,
-    progress) and return every row with the decision the last look reached. `task_set`
-    grows as looks draw from its reserve; `save(task_set, evaluation_so_far)` runs after each
-    look."""
-    drifted = {s: w for s, w in (drifted or {}).items() if s in task_set.description["sites"]}
+    """Run the looks (`harness`: the rest of `run_evaluation`'s world, registry, settings,
+    options, progress) and return every row with the decision the last look reached, decided
+    as the stored evaluation is (`decide_saved`). `task_set` grows as looks draw from its
+    reserve."""
     every = Evaluation([], [])
 
-    def decision_now(last_is_final: bool) -> dict:
-        return decide_looks(
-            every.scores,
-            every.runs,
-            gating=task_set.gating,
-            candidate_version=candidate.agent_version,
-            baseline_version=baseline.agent_version,
-            policy=policy,
-            drifted=drifted,
-            last_is_final=last_is_final,
-        )
+    def save() -> dict:
+        saved = task_set.saved(candidate.agent_version, baseline.agent_version)
+        store.put_json(task_set_key(candidate.agent_version), saved)
+        return saved
 
-    batch, look = list(task_set.tasks), 1
+    saved, batch, look = save(), list(task_set.tasks), 1
     while True:
         ev = run_evaluation(
-            candidate, baseline, task_set, day, policy, look=look, tasks=batch, **harness
+            candidate,
+            baseline,
+            task_set,
+            day,
+            policy,
+            look=look,
+            tasks=batch,
+            store=store,
+            **harness,
         )
         every.runs += ev.runs
         every.scores += ev.scores
-        save(task_set, every)
-        decision = decision_now(False)
+        decision = decide_saved(every.scores, every.runs, saved, policy, task_set.drifted)
         seq = decision["sequential"]
         log(
             f"look {look}/{policy.max_looks}: {decision['verdict']} on "
@@ -64,8 +63,8 @@ def run_release(
             return every, decision
         look += 1
         batch = task_set.draw_look(look, policy.heldout_n, policy.seed)
+        saved = save()
         if not batch:
-            # No held-out tasks left: the last look that ran spends the alpha that is left.
+            # No held-out tasks left (`ran_out`): the last look that ran spends the alpha left.
             log(f"look {look}: no held-out tasks left, so look {look - 1} was the last")
-            save(task_set, every)
-            return every, decision_now(True)
+            return every, decide_saved(every.scores, every.runs, saved, policy, task_set.drifted)

@@ -61,20 +61,36 @@ class TaskSet:
             batch = mark_tasks(batch, self.drifted)
         taken = {t["id"] for t in batch}
         self.reserve = [t for t in self.reserve if t["id"] not in taken]
+        gate = {**_HELDOUT, "look": look}
         for task in batch:
-            gate = {"suite": "heldout", "accuracy": "gated", "safety": "gated", "look": look}
-            if task["site"] in self.drifted:
-                gate = {**gate, "accuracy": "excluded", "reason": f"drift: {task['site']}"}
             self.tasks.append(task)
-            self.gating[task["id"]] = gate
+            self.gating[task["id"]] = _gate(task, "heldout", gate, self.drifted)
         d = self.description
-        d["counts"] = dict(Counter(g["suite"] for g in self.gating.values()))
-        d["task_ids"] = sorted(self.gating)
-        d["sites"] = sorted({t["site"] for t in self.tasks})
+        d.update(_counted(self.tasks, self.gating))
         d.setdefault("looks", []).append({"look": look, "drawn": len(batch)})
         if not batch:
             d["ran_out"] = True
         return batch
+
+
+_HELDOUT = {"accuracy": "gated", "safety": "gated"}
+
+
+def _gate(task: dict, suite: str, gate: dict, drifted: dict[str, list[str]]) -> dict:
+    """How `task` is gated: as its suite says, but a drifted site's accuracy is not gated."""
+    gate = {"suite": suite, **gate}
+    if task["site"] in drifted and gate.get("accuracy") == "gated":
+        gate = {**gate, "accuracy": "excluded", "reason": f"drift: {task['site']}"}
+    return gate
+
+
+def _counted(tasks: list[dict], gating: dict[str, dict]) -> dict:
+    """The parts of the description that grow with the tasks."""
+    return {
+        "counts": dict(Counter(g["suite"] for g in gating.values())),
+        "sites": sorted({t["site"] for t in tasks}),
+        "task_ids": sorted(gating),
+    }
 
 
 def build_task_set(
@@ -98,33 +114,27 @@ def build_task_set(
     def add(task: dict, suite: str, gate: dict[str, str]) -> None:
         if keep is not None and task["site"] not in keep or task["id"] in gating:
             return
-        gate = {"suite": suite, **gate}
-        if task["site"] in drifted and gate.get("accuracy") == "gated":
-            gate = {**gate, "accuracy": "excluded", "reason": f"drift: {task['site']}"}
         tasks.append(task)
-        gating[task["id"]] = gate
+        gating[task["id"]] = _gate(task, suite, gate, drifted)
 
     for st in regression:
         add(st.task, "regression", dict(st.gating))
     pool = [t for t in recent if keep is None or t["site"] in keep]
     drawn = stratified_sample(pool, min(heldout_n, len(pool)), seed)
     for task in pick(pool, drawn):
-        add(task, "heldout", {"accuracy": "gated", "safety": "gated"})
+        add(task, "heldout", _HELDOUT)
     for st in adversarial:
         add(st.task, "adversarial", dict(st.gating))
     if drifted:  # the tasks themselves carry the mark too (run.json, the artifacts)
         tasks = mark_tasks(tasks, drifted)
-    counts = Counter(g["suite"] for g in gating.values())
     return TaskSet(
         tasks,
         gating,
         {
             "kind": "release",
-            "counts": dict(counts),
             "heldout": {"pool": len(pool), **drawn.as_dict()},
-            "sites": sorted({t["site"] for t in tasks}),
             "drifted_sites": sorted(drifted),
-            "task_ids": sorted(gating),
+            **_counted(tasks, gating),
         },
         reserve=[t for t in pool if t["id"] not in gating],
         drifted=dict(drifted),

@@ -25,6 +25,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
+from statistics import NormalDist
 from typing import Literal
 
 import numpy as np
@@ -45,15 +46,6 @@ def _cdf(x):
     return 0.5 * (1.0 + np.asarray(_erf(np.asarray(x, dtype=float) / _SQRT2), dtype=float))
 
 
-def _quantile(p: float) -> float:
-    """The standard normal quantile, by bisection (only a few per design, cached)."""
-    lo, hi = -12.0, 12.0
-    for _ in range(80):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if float(_cdf(mid)) < p else (lo, mid)
-    return (lo + hi) / 2
-
-
 def spent(alpha: float, t: float, spending: Spending) -> float:
     """Error spent by information fraction t (0..1) of a one-sided level-alpha test.
 
@@ -63,7 +55,7 @@ def spent(alpha: float, t: float, spending: Spending) -> float:
         return 0.0
     t = min(t, 1.0)
     if spending == "obrien_fleming":
-        return float(2 - 2 * _cdf(_quantile(1 - alpha / 2) / math.sqrt(t)))
+        return float(2 - 2 * _cdf(NormalDist().inv_cdf(1 - alpha / 2) / math.sqrt(t)))
     if spending == "pocock":
         return alpha * math.log(1 + (math.e - 1) * t)
     raise ValueError(f"unknown spending function {spending!r} (obrien_fleming | pocock)")

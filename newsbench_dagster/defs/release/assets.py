@@ -77,7 +77,6 @@ def candidate_runs(
     registry = sites.load()
     world = newsroom.world(registry.allowed_origins)
     day = datetime.now(UTC).date()
-    drifted = drifted_sites(records(site_drift, "site_drift"))
     since = pd.Timestamp(day - timedelta(days=policy.heldout_days - 1))
     recent = [r["task"] for r in records(news_tasks[news_tasks["day"] >= since], "news_tasks")]
     task_set = plan_task_set(
@@ -87,26 +86,19 @@ def candidate_runs(
         suites_dir=release.suites_dir,
         recent=recent,
         day=day,
-        drifted=drifted,
+        drifted=drifted_sites(records(site_drift, "site_drift")),
         warn=context.log.warning,
     )
-    store = artifacts.store()
     log = RunLog(context, len(task_set.tasks) * 2 * policy.trials)
-
-    def save(ts, _ev) -> None:  # the task set as it grows, before the next look runs
-        store.put_json(task_set_key(version), ts.saved(version, baseline.agent_version))
-
     ev, decision = run_release(
         candidate,
         baseline,
         task_set,
         day,
         policy,
-        save=save,
-        drifted=drifted,
         log=context.log.info,
         world=world,
-        store=store,
+        store=artifacts.store(),
         registry=registry,
         settings=browser.settings(),
         options=browser.options(),
