@@ -10,6 +10,14 @@ from typing import Any
 
 from rapidfuzz import fuzz
 
+from newsbench_dagster.core.reading.evidence import Vote, choose
+from newsbench_dagster.core.reading.names import (
+    LEAD_WORD,
+    byline_names,
+    is_agency,
+    looks_organisation,
+    same_people,
+)
 from newsbench_dagster.core.reading.page_reader import (
     PageReader,
     as_list,
@@ -23,14 +31,37 @@ from newsbench_dagster.core.reading.page_record import Candidate
 SITE_NAME_MATCH = 90  # rapidfuzz ratio at or above which a byline is the site's name
 # Separators between a headline and a site name in <title> and og:title.
 _SEPARATOR = re.compile(r"\s+(?:\||-|–|—|::|·|»)\s+")
-_BYLINE_PREFIX = re.compile(r"^(?:by|von|par)(?:\s+|$)|^de\s+(?=\S+\s+\S)", re.IGNORECASE)
-_NAME_SPLIT = re.compile(r"\s*(?:,|;|&|\band\b|\bund\b|\bet\b)\s*", re.IGNORECASE)
-_BYLINE_XPATH = (
+# Elements that hold a byline: by role (rel/itemprop author), by class or id, or a link to an
+# author's page.
+BYLINE_XPATH = (
     "//*[contains(concat(' ', normalize-space(@rel), ' '), ' author ')"
     " or contains(concat(' ', normalize-space(@itemprop), ' '), ' author ')"
-    " or contains(@class, 'byline') or contains(@class, 'author')"
-    " or contains(@class, 'autor') or contains(@class, 'signature')]"
+    " or contains(@class, 'byline') or contains(@class, 'author') or contains(@class, 'Author')"
+    " or contains(@class, 'autor') or contains(@class, 'signature') or contains(@class, 'writer')"
+    " or contains(@class, 'reporter') or contains(@id, 'byline') or contains(@id, 'author')"
+    " or (self::a and (contains(@href, '/author/') or contains(@href, '/authors/')"
+    " or contains(@href, '/autor/') or contains(@href, '/autoren/') or contains(@href, '/auteur/')"
+    " or contains(@href, '/profile/') or contains(@href, '/staff/') or contains(@href, '/people/')"
+    " or contains(@href, '/by/') or contains(@href, '/writers/') or contains(@href, '/reporters/')"
+    " or contains(@href, '/journalist')))]"
 )
+# Parts of a page whose bylines belong to other stories or to readers.
+_ELSEWHERE = re.compile(
+    r"comment|related|recirc|footer|sidebar|widget|promo|newsletter|teaser|most-?popular|"
+    r"trending|recommend|more-?from|more-?stories|outbrain|taboola|nav|menu|share|social|"
+    r"author-?bio|about-?the-?author|bio-?box",
+    re.IGNORECASE,
+)
+_ELSEWHERE_TAGS = {"footer", "nav", "aside", "header", "form"}
+# How far each signal naming the authors is trusted (evidence.choose).
+AUTHOR_WEIGHTS = {
+    "jsonld": 3.0,
+    "microdata": 3.0,
+    "meta:author": 2.5,
+    "byline": 2.0,
+    "trafilatura": 2.0,
+    "byline-text": 1.5,
+}
 
 
 def is_site_name(text: str, site_names: Sequence[str]) -> bool:
@@ -53,65 +84,131 @@ def strip_site_name(text: str, site_names: Sequence[str]) -> str:
     return text
 
 
-def _bylines(r: PageReader) -> list[str]:
-    els = r.doc.xpath(_BYLINE_XPATH)
+def _elsewhere(el: Any, stop: Any) -> bool:
+    """Whether an element sits in a comment thread, a list of other stories, a footer..."""
+    node = el
+    while node is not None and node is not stop:
+        tag = node.tag if isinstance(node.tag, str) else ""
+        marks = f"{node.get('class') or ''} {node.get('id') or ''}"
+        if node is not el and tag in _ELSEWHERE_TAGS and tag != "header":
+            return True
+        if _ELSEWHERE.search(marks):
+            return True
+        node = node.getparent()
+    return False
+
+
+def _story_scope(r: PageReader) -> Any:
+    """The element holding the story: the <article> (or main) around the main heading."""
+    h1 = first(r.doc.xpath("descendant::h1[1]"))
+    if h1 is not None:
+        for a in h1.iterancestors():
+            if a.tag in ("article", "main") or a.get("role") == "main":
+                return a
+    for scope in (first(r.doc.xpath("descendant::article[1]")), r.main):
+        if scope is not None:
+            return scope
+    return r.doc
+
+
+def _byline(r: PageReader) -> list[str]:
+    """The people of the story's own byline: the first byline element in the story that names
+    someone, with the other bylines beside it (several authors credited one by one)."""
+    scope = _story_scope(r)
+    els = [e for e in r.byline_elements if e.tag not in ("meta", "link", "script")]
     chosen = set(els)
-    # Outermost only: a link inside a byline is the same byline.
     outer = [e for e in els if not any(a in chosen for a in e.iterancestors())]
-    return [t for e in outer[:10] if e.tag not in ("meta", "link") and (t := visible_text(e))]
+    inside = [e for e in outer if scope is r.doc or scope in e.iterancestors() or e is scope]
+    ordered = inside + [e for e in outer if e not in inside]
+    for e in ordered[:40]:
+        if _elsewhere(e, scope if e in inside else None):
+            continue
+        names = byline_names(visible_text(e))
+        names = [n for n in names if not is_site_name(n, r.site_names)]
+        if not names:
+            continue
+        # Authors credited one element each ("<span itemprop=author>" twice) share a parent.
+        container = e.getparent()
+        box = container.getparent() if container is not None else None
+        for other in ordered[ordered.index(e) + 1 : 40]:
+            near = other.getparent() is container or (
+                box is not None and box in other.iterancestors() and len(visible_text(box)) < 400
+            )
+            if near and not _elsewhere(other, scope if other in inside else None):
+                for n in byline_names(visible_text(other)):
+                    if n.casefold() not in {x.casefold() for x in names}:
+                        names.append(n)
+        return names
+    return []
 
 
-def _names(r: PageReader, text: str) -> list[str]:
+def _byline_text(r: PageReader) -> list[str]:
+    """A byline without markup: a short line starting "By ..." just after the main heading."""
+    h1 = first(r.doc.xpath("descendant::h1[1]"))
+    if h1 is None:
+        return []
+    seen = 0
+    for el in h1.itersiblings():
+        for node in el.iter():
+            if not isinstance(node.tag, str) or node.tag in ("script", "style"):
+                continue
+            seen += 1
+            if seen > 60:
+                return []
+            text = visible_text(node)
+            if 3 < len(text) < 120 and LEAD_WORD.match(text):
+                names = byline_names(text)
+                if names:
+                    return names
+    return []
+
+
+def _names(r: PageReader, text: str, lone_word_ok: bool = False) -> list[str]:
     """People named in a byline: "By A and B" -> [A, B]; site names and non-names dropped."""
-    text = re.split(r"\s+[|·]\s+", clean(text))[0]
-    text = _BYLINE_PREFIX.sub("", text)
-    out = []
-    for part in _NAME_SPLIT.split(text):
-        name = _BYLINE_PREFIX.sub("", part).strip(" .:-")
-        plausible = (
-            name
-            and len(name) <= 60
-            and len(name.split()) <= 6
-            and not any(ch.isdigit() for ch in name)
-            and not re.search(r"https?:|www\.|@|/", name)
-        )
-        if plausible and not is_site_name(name, r.site_names):
-            out.append(name)
-    return out
+    return [n for n in byline_names(text, lone_word_ok) if not is_site_name(n, r.site_names)]
 
 
 def read_authors(
     r: PageReader, article: dict, mprops: dict, og: dict, resolve: Any
 ) -> tuple[tuple[str, ...], tuple[Candidate, ...], tuple[str, ...]]:
-    """People named by JSON-LD, then microdata, then meta tags, then the visible byline (the
-    first source naming anyone wins); organisations credited as JSON-LD authors apart."""
-    people: list[Candidate] = []
+    """The people who wrote the page, voted on (`evidence.choose`, weights above): JSON-LD,
+    microdata, meta tags, the story's byline, trafilatura's reading and a "By ..." line under
+    the headline. Organisations and agencies credited as authors are kept apart."""
     orgs: list[str] = []
+    found: dict[str, list[str]] = {source: [] for source in AUTHOR_WEIGHTS}
+
+    def add(source: str, names: list[str]) -> None:
+        for n in names:
+            if n.casefold() not in {x.casefold() for x in found[source]}:
+                found[source].append(n)
+
     for value in as_list(article.get("author")):
         value = resolve(value)
         if isinstance(value, dict) and is_organization(value):
             orgs += [name] if (name := clean(value.get("name"))) else []
             continue
         name = value.get("name") if isinstance(value, dict) else value
-        people += [Candidate(n, "jsonld") for n in _names(r, clean(first(name)))]
+        text = clean(first(name))
+        names = _names(r, text, lone_word_ok=True)
+        if not names and text and (is_agency(text) or looks_organisation(text)):
+            orgs.append(text)
+        add("jsonld", names)
     for value in as_list(mprops.get("author")):
         if isinstance(value, dict):
             if is_organization(value):
                 continue
             value = first(value.get("properties", {}).get("name"))
-        people += [Candidate(n, "microdata") for n in _names(r, clean(value))]
+        add("microdata", _names(r, clean(value), lone_word_ok=True))
     for value in [*r.meta("author"), og.get("article:author", "")]:
-        people += [Candidate(n, "meta:author") for n in _names(r, value)]
-    bylines = _bylines(r)
-    if not bylines:
-        r.missing.append("byline")
-    for value in bylines:
-        people += [Candidate(n, "byline") for n in _names(r, value)]
-    authors: list[str] = []
-    if people:
-        source = people[0].source
-        r.sources["authors"] = source
-        for c in people:
-            if c.source == source and c.value.casefold() not in {a.casefold() for a in authors}:
-                authors.append(c.value)
-    return tuple(authors), tuple(people), tuple(dict.fromkeys(orgs))
+        add("meta:author", _names(r, value, lone_word_ok=True))
+    add("byline", r.guard("byline", lambda: _byline(r), []))
+    if not found["byline"]:
+        if not r.byline_elements:
+            r.missing.append("byline")
+        add("byline-text", r.guard("byline-text", lambda: _byline_text(r), []))
+    for value in r.libraries.authors:
+        add("trafilatura", _names(r, value))
+    votes = [Vote(tuple(names), source, AUTHOR_WEIGHTS[source]) for source, names in found.items()]
+    chosen = r.chose("authors", choose(votes, same_people))
+    people = tuple(Candidate(n, source) for source, names in found.items() for n in names)
+    return tuple(chosen or ()), people, tuple(dict.fromkeys(orgs))

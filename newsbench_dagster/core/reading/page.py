@@ -44,11 +44,15 @@ from newsbench_dagster.core.reading.updates import (
 
 
 def understand(
-    html: str | bytes, url: str | None = None, site_names: Sequence[str] = ()
+    html: str | bytes,
+    url: str | None = None,
+    site_names: Sequence[str] = (),
+    http_charset: str | None = None,
 ) -> PageRecord:
-    """Read a saved page (bytes in their declared charset, or text) into a `PageRecord`."""
+    """Read a saved page (bytes in their charset, or text) into a `PageRecord`. The charset an
+    HTTP response declared, when given, is weighed with the page's own declaration."""
     try:
-        return _understand(html, url, site_names)
+        return _understand(html, url, site_names, http_charset)
     except Exception as e:  # the last safety net: bad input is reported, never raised
         return PageRecord(
             url=url,
@@ -59,7 +63,9 @@ def understand(
         )
 
 
-def _understand(data: str | bytes, url: str | None, site_names: Sequence[str]) -> PageRecord:
+def _understand(
+    data: str | bytes, url: str | None, site_names: Sequence[str], http_charset: str | None
+) -> PageRecord:
     everything = ("headline", "authors", "published", "language", "canonical")
     if (kind := sniff_non_html(data)) is not None:
         return PageRecord(
@@ -67,7 +73,7 @@ def _understand(data: str | bytes, url: str | None, site_names: Sequence[str]) -
         )
     note, encoding = None, None
     if isinstance(data, bytes):
-        text, encoding, note = decode(data)
+        text, encoding, note = decode(data, http_charset)
     else:
         text = data
     try:
@@ -76,7 +82,7 @@ def _understand(data: str | bytes, url: str | None, site_names: Sequence[str]) -
         return PageRecord(
             url=url, is_html=False, encoding=encoding, missing=everything, errors=(f"html: {e}",)
         )
-    r = PageReader(doc, url, site_names)
+    r = PageReader(doc, url, site_names, text)
     r.errors += [note] if note else []
 
     nodes = r.guard("jsonld", r.jsonld, [])
@@ -179,6 +185,8 @@ def _understand(data: str | bytes, url: str | None, site_names: Sequence[str]) -
         factbox_title=factbox_title,
         listing=listing,
         sources=r.sources,
+        confidence=r.confidence,
+        conflicts=r.conflicts,
         missing=tuple(r.missing),
         errors=tuple(r.errors),
     )

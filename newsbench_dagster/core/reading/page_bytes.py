@@ -71,7 +71,7 @@ def _codec(label: str) -> str | None:
     return "utf-8" if name.startswith(("utf-16", "utf-32")) else name
 
 
-def decode(data: bytes) -> tuple[str, str, str | None]:
+def decode(data: bytes, http_charset: str | None = None) -> tuple[str, str, str | None]:
     """Text, the codec used and a complaint: BOM, then the declared charset, then a guess."""
     for bom, name in (
         (codecs.BOM_UTF8, "utf-8"),

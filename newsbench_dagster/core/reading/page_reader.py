@@ -15,6 +15,8 @@ from extruct.jsonld import JsonLdExtractor
 from extruct.opengraph import OpenGraphExtractor
 from extruct.w3cmicrodata import MicrodataExtractor
 
+from newsbench_dagster.core.reading.evidence import Choice
+from newsbench_dagster.core.reading.libraries import LibraryView, read_with_libraries
 from newsbench_dagster.core.reading.metadata import flatten_jsonld
 
 _WS = re.compile(r"\s+")
@@ -73,19 +75,51 @@ def is_organization(node: dict) -> bool:
     return any(t.endswith("Organization") or t == "Corporation" for t in schema_types(node))
 
 
+# Real article pages are under 2 MB; past this the libraries' cost grows faster than the page.
+LIBRARIES_MAX_CHARS = 3_000_000
+
+
 class PageReader:
     """One page being read: the document, its URL and <base>, the names the site goes by, and
     the `errors`, `missing` fields and `sources` (field -> signal) gathered for the record."""
 
-    def __init__(self, doc: Any, url: str | None, site_names: Sequence[str]) -> None:
+    def __init__(
+        self, doc: Any, url: str | None, site_names: Sequence[str], text: str = ""
+    ) -> None:
         self.doc = doc
         self.url = url
+        self.text = text
         self.site_names = [n for n in site_names if n]
         self.errors: list[str] = []
         self.missing: list[str] = []
         self.sources: dict[str, str] = {}
+        self.confidence: dict[str, float] = {}
+        self.conflicts: dict[str, list[str]] = {}
         base = first(doc.xpath("//base/@href"))
         self.base = urljoin(url or "", base) if isinstance(base, str) else url
+
+    def chose(self, field_name: str, choice: Choice | None) -> Any:
+        """Record a field's choice (source, confidence, dissenting sources); its value."""
+        if choice is None:
+            return None
+        self.sources[field_name] = choice.source
+        self.confidence[field_name] = choice.confidence
+        if choice.dissent:
+            self.conflicts[field_name] = list(choice.dissent)
+        return choice.value
+
+    @cached_property
+    def libraries(self) -> LibraryView:
+        """What trafilatura and htmldate read from this page (empty when they fail, and on
+        pages over LIBRARIES_MAX_CHARS, where they take seconds per megabyte)."""
+        if not self.text:
+            return LibraryView()
+        if len(self.text) > LIBRARIES_MAX_CHARS:
+            self.missing.append("libraries")
+            return LibraryView()
+        return self.guard(
+            "libraries", lambda: read_with_libraries(self.text, self.url), LibraryView()
+        )
 
     def guard(self, what: str, fn: Any, default: Any) -> Any:
         # Third-party extractors meet arbitrary markup; one failing must not lose the rest.
@@ -120,6 +154,16 @@ class PageReader:
         wanted = " or ".join(f"@name='{n}' or @property='{n}'" for n in names)
         return [clean(v) for v in self.doc.xpath(f"//meta[{wanted}]/@content") if clean(v)]
 
+    def meta_ci(self, name: str) -> list[str]:
+        """Meta contents by name or property, case-insensitively (`name` lower-case)."""
+        key = LOWERCASE.format("@name"), LOWERCASE.format("@property")
+        wanted = f"{key[0]}='{name}' or {key[1]}='{name}'"
+        # A few sites write `value=` where the standard says `content=`.
+        found = self.doc.xpath(
+            f"//meta[{wanted}]/@content | //meta[{wanted}][not(@content)]/@value"
+        )
+        return [clean(v) for v in found if clean(v)]
+
     def microdata(self) -> list[dict]:
         items: list[dict] = []
 
@@ -150,6 +194,13 @@ class PageReader:
     def main(self) -> Any:
         # descendant::...[1], not a union: libxml2 merges unions slowly on 10 MB pages.
         return first(self.doc.xpath("descendant::*[self::main or @role='main'][1]"))
+
+    @cached_property
+    def byline_elements(self) -> list[Any]:
+        # One query: its contains() tests cost seconds on a 10 MB page.
+        from newsbench_dagster.core.reading.bylines import BYLINE_XPATH
+
+        return self.doc.xpath(BYLINE_XPATH)
 
     @cached_property
     def time_elements(self) -> list[Any]:

@@ -86,6 +86,9 @@ class PageRecord:
     factbox_title: str | None = None  # its heading or caption ("Key facts")
     listing: tuple[Teaser, ...] = ()  # story teasers under main, in page order
     sources: dict[str, str] = field(default_factory=dict)  # field -> signal it came from
+    # field -> the chosen value's share of the weight of every signal that named one (0..1)
+    confidence: dict[str, float] = field(default_factory=dict)
+    conflicts: dict[str, list[str]] = field(default_factory=dict)  # field -> strong dissenters
     missing: tuple[str, ...] = ()
     errors: tuple[str, ...] = ()
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from dateutil import parser as dateutil_parser
 
+from newsbench_dagster.core.reading.evidence import Vote, choose
 from newsbench_dagster.core.reading.page_reader import PageReader, clean, first, visible_text
 from newsbench_dagster.core.reading.page_record import Timestamp
 
@@ -88,32 +89,48 @@ def _first_time(
     return None
 
 
-def read_published(
-    r: PageReader, article: dict, og: dict, mprops: dict, language: str | None
-) -> Timestamp | None:
-    """Structured data first, then <time datetime> (those labelled "published" first), then
-    human-readable dates in <time> text and in elements whose class says "date"."""
-    times = r.time_elements
-    labelled = [
-        t.get("datetime")
-        for t in times
-        if re.search(r"publish|created", f"{t.get('class')} {t.get('itemprop')}", re.I)
-    ]
-    stamp = _first_time(
-        r,
-        "published",
-        [
-            ("jsonld:datePublished", article.get("datePublished")),
-            ("meta:article:published_time", og.get("article:published_time")),
-            ("microdata:datePublished", mprops.get("datePublished")),
-            *(("time[datetime]", v) for v in labelled),
-            *(("time[datetime]", t.get("datetime")) for t in times),
-        ],
-    )
-    if stamp:
-        return stamp
-    # Human-readable dates only: <time> text, then elements whose class says "date".
-    texts = [visible_text(t) for t in times]
+# Meta tags that name a publication date beside OpenGraph's (lower-cased by `r.meta_ci`).
+_PUBLISHED_META = (
+    "article:published_time", "og:published_time", "pubdate", "publishdate", "publish-date",
+    "published-date", "date", "dc.date", "dc.date.issued", "dcterms.created", "dcterms.issued",
+    "sailthru.date", "parsely-pub-date", "citation_publication_date", "article.published",
+    "datepublished", "release_date",
+)  # fmt: skip
+# How far each signal is trusted (evidence.choose): structured data most, then htmldate (which
+# weighs URL, header, JSON and text itself), then <time>, then a date read from visible text.
+PUBLISHED_WEIGHTS = {
+    "jsonld:datePublished": 3.0,
+    "microdata:datePublished": 3.0,
+    "meta:article:published_time": 3.0,
+    "meta": 2.5,
+    "itemprop:datePublished": 2.5,
+    "htmldate": 2.5,
+    "time[datetime]:published": 2.5,
+    "time[datetime]": 2.0,
+    "text": 1.5,
+    "htmldate:year-only": 0.5,  # htmldate's YYYY-01-01 when it found only a year
+}
+SAME_DAY_HOURS = 24
+
+
+def same_day(a: Timestamp, b: Timestamp) -> bool:
+    """Two readings of one publication: at most a day apart (a date without a zone, or a date
+    without a time, is a day wide)."""
+    return abs((a.utc - b.utc).total_seconds()) <= SAME_DAY_HOURS * 3600
+
+
+def _library_date(r: PageReader) -> Vote | None:
+    view = r.libraries
+    stamp = machine_time(view.date, "htmldate") if view.date else None
+    if stamp is None:
+        return None
+    source = "htmldate:year-only" if view.date_is_year_only else "htmldate"
+    return Vote(stamp, source, PUBLISHED_WEIGHTS[source])
+
+
+def _text_dates(r: PageReader, language: str | None) -> Timestamp | None:
+    """A human-readable date: <time> text, then elements whose class says "date"."""
+    texts = [visible_text(t) for t in r.time_elements]
     texts += [
         visible_text(e)
         for e in r.doc.xpath(
@@ -123,9 +140,46 @@ def read_published(
     ]
     for text in texts:
         if text and (stamp := human_time(text, language, "text")):
-            r.sources["published"] = "text"
             return stamp
     return None
+
+
+def read_published(
+    r: PageReader, article: dict, og: dict, mprops: dict, language: str | None
+) -> Timestamp | None:
+    """Every signal's publication date, voted on (`evidence.choose`, weights above): JSON-LD,
+    microdata, meta tags, <time datetime> (those labelled "published" first), htmldate, and a
+    human-readable date in <time> text or an element whose class says "date"."""
+    times = r.time_elements
+    labelled = [
+        t.get("datetime")
+        for t in times
+        if re.search(r"publish|created", f"{t.get('class')} {t.get('itemprop')}", re.I)
+    ]
+    itemprop = r.doc.xpath(
+        "//*[@itemprop='datePublished']/@content | //*[@itemprop='datePublished']/@datetime"
+    )
+    raw: list[tuple[str, str, Any]] = [
+        ("jsonld:datePublished", "jsonld:datePublished", article.get("datePublished")),
+        ("meta:article:published_time", "meta:article:published_time",
+         og.get("article:published_time")),
+        ("microdata:datePublished", "microdata:datePublished", mprops.get("datePublished")),
+        *((f"meta:{name}", "meta", first(r.meta_ci(name))) for name in _PUBLISHED_META),
+        *(("itemprop:datePublished", "itemprop:datePublished", v) for v in itemprop[:1]),
+        *(("time[datetime]", "time[datetime]:published", v) for v in labelled[:1]),
+        *(("time[datetime]", "time[datetime]", t.get("datetime")) for t in times[:1]),
+    ]  # fmt: skip
+    votes = [
+        Vote(stamp, source, PUBLISHED_WEIGHTS[kind])
+        for source, kind, value in raw
+        if value and (stamp := machine_time(value, source))
+    ]
+    if text := _text_dates(r, language):
+        votes.append(Vote(text, "text", PUBLISHED_WEIGHTS["text"]))
+    # Last: htmldate gives a day without a time, so any other reading of that day is written.
+    if library := _library_date(r):
+        votes.append(library)
+    return r.chose("published", choose(votes, same_day))
 
 
 def read_modified(r: PageReader, article: dict, og: dict, mprops: dict) -> Timestamp | None:

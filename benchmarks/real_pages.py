@@ -1,0 +1,242 @@
+"""How well `newsbench inspect` reads real news pages, beside the field's own extractors.
+
+Scores headline, published date and authors on the development set in
+`../shared/devsets/pages/` (real pages from postlight/parser's and mozilla/readability's test
+fixtures, truth from their tests), three ways in the same run, on the same bytes:
+
+- inspect: `core.reading.inspect.inspect_bytes` (what `newsbench inspect FILE --json` prints);
+- trafilatura: `trafilatura.extract_metadata` with its defaults (title, author, date);
+- htmldate: `htmldate.find_date` with its defaults, and with `original_date=True`.
+
+Matching (documented in the printed table's footer):
+- headline: equal after Unicode NFKC, case folding, quotes and dashes unified, whitespace
+  collapsed and trailing punctuation dropped;
+- published: the calendar dates (UTC) at most one day apart;
+- authors: the same set of names under the same normalisation.
+
+A page counts for a field only when its truth asserts a non-null value. Pages from the test
+data of trafilatura, htmldate, fundus, newspaper4k and goose3 are reserved for an independent
+evaluation and are not in this set.
+
+    .venv/bin/python benchmarks/real_pages.py [--devset DIR] [--limit N] [--misses FIELD]
+        [--check]
+
+`--misses headline` lists the pages inspect gets wrong for that field (truth, answer, source).
+`--check` exits 1 unless inspect is ahead of (or level with) both libraries on every field.
+The last line: `inspect vs best library: headline +N.NNN, published +N.NNN, authors +N.NNN`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+import unicodedata
+import warnings
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+DEVSET = Path(__file__).resolve().parents[1].parent / "shared" / "devsets" / "pages"
+FIELDS = ("headline", "published", "authors")
+_QUOTES = str.maketrans({"‘": "'", "’": "'", "“": '"', "”": '"', "–": "-", "—": "-", "‐": "-"})
+
+
+def norm(text: Any) -> str:
+    t = unicodedata.normalize("NFKC", str(text or "")).translate(_QUOTES).casefold()
+    return re.sub(r"\s+", " ", t).strip().rstrip(".:;,!").strip()
+
+
+def to_day(value: Any) -> date | None:
+    """The UTC calendar date of an ISO string (a date-only string is that date)."""
+    if not value:
+        return None
+    text = str(value).strip()
+    try:
+        if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
+            return date.fromisoformat(text)
+        dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return (dt.astimezone(UTC) if dt.tzinfo else dt).date()
+
+
+def right(field: str, truth: Any, got: Any) -> bool:
+    if field == "headline":
+        return bool(got) and norm(truth) == norm(got)
+    if field == "published":
+        t, g = to_day(truth), to_day(got)
+        return t is not None and g is not None and abs((t - g).days) <= 1
+    names = {norm(a) for a in got or [] if norm(a)}
+    return bool(names) and names == {norm(a) for a in truth}
+
+
+def load_truth(devset: Path) -> list[dict]:
+    rows = [json.loads(line) for line in (devset / "truth.jsonl").read_text().splitlines()]
+    return [r for r in rows if line_ok(r)]
+
+
+def line_ok(row: dict) -> bool:
+    return bool(row.get("file"))
+
+
+def wanted(row: dict) -> dict[str, Any]:
+    """The fields this page's truth asserts with a value."""
+    out = {}
+    if row.get("title"):
+        out["headline"] = row["title"]
+    if row.get("date_published"):
+        out["published"] = row["date_published"]
+    if row.get("authors"):
+        out["authors"] = row["authors"]
+    return out
+
+
+# -- the three readers --------------------------------------------------------------------------
+def read_inspect(data: bytes, url: str | None) -> dict[str, Any]:
+    from newsbench_dagster.core.reading.inspect import inspect_bytes
+
+    s = inspect_bytes(data, url)
+    return {
+        "headline": s.get("headline"),
+        "published": s.get("published"),
+        "authors": s.get("authors"),
+        "sources": s.get("sources", {}),
+    }
+
+
+def read_trafilatura(data: bytes, url: str | None) -> dict[str, Any]:
+    import trafilatura
+
+    tree = trafilatura.load_html(data)
+    meta = trafilatura.extract_metadata(tree, default_url=url) if tree is not None else None
+    if meta is None:
+        return {}
+    authors = [a.strip() for a in (meta.author or "").split(";") if a.strip()]
+    return {"headline": meta.title, "published": meta.date, "authors": authors}
+
+
+def read_htmldate(data: bytes, url: str | None) -> dict[str, Any]:
+    import htmldate
+
+    return {"published": htmldate.find_date(data, url=url)}
+
+
+def read_htmldate_original(data: bytes, url: str | None) -> dict[str, Any]:
+    import htmldate
+
+    return {"published": htmldate.find_date(data, url=url, original_date=True)}
+
+
+READERS: dict[str, Callable[[bytes, str | None], dict[str, Any]]] = {
+    "inspect": read_inspect,
+    "trafilatura": read_trafilatura,
+    "htmldate": read_htmldate,
+    "htmldate(original)": read_htmldate_original,
+}
+
+
+def reads(reader: str, field: str) -> bool:
+    """Whether a reader reads that field at all (htmldate reads dates only)."""
+    return not reader.startswith("htmldate") or field == "published"
+
+
+def read_page(job: tuple[str, str | None]) -> dict[str, Any]:
+    """Every reader on one page, with its time; a reader that raises is an error, not a miss."""
+    warnings.filterwarnings("ignore")
+    path, url = job
+    data = Path(path).read_bytes()
+    out: dict[str, Any] = {}
+    for name, reader in READERS.items():
+        start = time.perf_counter()
+        try:
+            got, error = reader(data, url), None
+        except Exception as e:  # a library's crash on a page is a result worth counting
+            got, error = {}, f"{type(e).__name__}: {e}"
+        out[name] = {"got": got, "error": error, "seconds": time.perf_counter() - start}
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--devset", type=Path, default=DEVSET)
+    ap.add_argument("--limit", type=int, default=0, help="only the first N pages")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--misses", choices=FIELDS, help="list inspect's misses for a field")
+    ap.add_argument("--check", action="store_true", help="exit 1 unless inspect leads")
+    args = ap.parse_args(argv)
+    if not (args.devset / "truth.jsonl").is_file():
+        print(f"no dev set at {args.devset} (truth.jsonl missing)", file=sys.stderr)
+        return 2
+    rows = load_truth(args.devset)[: args.limit or None]
+    jobs = [(str(args.devset / r["file"]), r.get("url")) for r in rows]
+    start = time.perf_counter()
+    with ProcessPoolExecutor(args.workers) as pool:
+        results = list(pool.map(read_page, jobs, chunksize=4))
+    wall = time.perf_counter() - start
+
+    hits: dict[tuple[str, str], int] = Counter()
+    totals: Counter[str] = Counter()
+    by_source: dict[tuple[str, str], list[bool]] = defaultdict(list)
+    errors: Counter[str] = Counter()
+    seconds: dict[str, list[float]] = defaultdict(list)
+    misses = []
+    for row, res in zip(rows, results, strict=True):
+        for name, r in res.items():
+            seconds[name].append(r["seconds"])
+            errors[name] += r["error"] is not None
+        for field, truth in wanted(row).items():
+            totals[field] += 1
+            for name, r in res.items():
+                hits[(name, field)] += right(field, truth, r["got"].get(field))
+            got = res["inspect"]["got"]
+            ok = right(field, truth, got.get(field))
+            source = got.get("sources", {}).get(field, "(none)")
+            by_source[(field, source)].append(ok)
+            if not ok and field == args.misses:
+                misses.append((row["id"], truth, got.get(field), source))
+
+    names = list(READERS)
+    print(f"{len(rows)} pages from {args.devset} in {wall:.1f} s ({args.workers} workers)\n")
+    print("| field | pages | " + " | ".join(names) + " |")
+    print("|---|---|" + "---|" * len(names))
+    lead = {}
+    for field in FIELDS:
+        n = totals[field]
+        cells = []
+        for name in names:
+            if not reads(name, field):
+                cells.append("–")
+            else:
+                cells.append(f"{hits[(name, field)] / n:.3f}" if n else "–")
+        others = [hits[(x, field)] for x in names[1:] if reads(x, field)]
+        lead[field] = (hits[("inspect", field)] - max(others)) / n if n else 0.0
+        print(f"| {field} | {n} | " + " | ".join(cells) + " |")
+    print("\nerrors: " + ", ".join(f"{x} {errors[x]}" for x in names))
+    print(
+        "seconds per page (median, max): "
+        + ", ".join(f"{x} {sorted(s)[len(s) // 2]:.3f}/{max(s):.2f}" for x, s in seconds.items())
+    )
+    print("\ninspect by the source it chose:")
+    for (field, source), oks in sorted(by_source.items()):
+        print(f"  {field:9} {source:34} {sum(oks):4}/{len(oks):<4} {sum(oks) / len(oks):.3f}")
+    if misses:
+        print(f"\ninspect misses on {args.misses}:")
+        for page, truth, got, source in misses:
+            print(f"  {page}: truth={truth!r} got={got!r} ({source})")
+    print(
+        "\nmatching: headline equal after NFKC, casefold, quotes/dashes unified, whitespace "
+        "collapsed, trailing punctuation dropped; published within 1 day (UTC dates); "
+        "authors the same set of names, normalised the same way."
+    )
+    print("inspect vs best library: " + ", ".join(f"{f} {lead[f]:+.3f}" for f in FIELDS))
+    return 1 if args.check and any(v < 0 for v in lead.values()) else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
