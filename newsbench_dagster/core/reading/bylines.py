@@ -5,8 +5,10 @@ names that are never an author and not part of a headline ("Headline | Site").""
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 from rapidfuzz import fuzz
 
@@ -30,7 +32,7 @@ from newsbench_dagster.core.reading.page_record import Candidate
 
 SITE_NAME_MATCH = 90  # rapidfuzz ratio at or above which a byline is the site's name
 # Separators between a headline and a site name in <title> and og:title.
-_SEPARATOR = re.compile(r"\s+(?:\||-|–|—|::|·|»)\s+")
+_SEPARATOR = re.compile(r"\s+(?:\||-|–|—|::|·|»|_)\s+|\s+_|\s*[|｜：]\s*|(?<=\S)[:：](?=\S)")
 # Elements that hold a byline: by role (rel/itemprop author), by class or id, or a link to an
 # author's page.
 BYLINE_XPATH = (
@@ -64,12 +66,31 @@ AUTHOR_WEIGHTS = {
 }
 
 
+def _site_key(text: str) -> str:
+    """A site's name as a comparable key: accents, case, spaces and punctuation dropped."""
+    decomposed = unicodedata.normalize("NFKD", text)
+    return re.sub(r"[\W_]+", "", "".join(c for c in decomposed if not unicodedata.combining(c)))
+
+
+_TLD = re.compile(r"(?:com|net|org|info|co|uk|de|fr|cz|jp|cn|it|es|nl|ru|pl|br|in|au|ca)$")
+
+
 def is_site_name(text: str, site_names: Sequence[str]) -> bool:
-    """Whether `text` is (close to) one of the site's names."""
+    """Whether `text` is (close to) one of the site's names ("Aktuálně.cz" is "aktualne")."""
     t = text.casefold().strip()
-    return bool(t) and any(
-        fuzz.ratio(t, n.casefold().strip()) >= SITE_NAME_MATCH for n in site_names if n
-    )
+    if not t:
+        return False
+    key = _site_key(t)
+    for n in site_names:
+        name = n.casefold().strip()
+        if not name:
+            continue
+        if fuzz.ratio(t, name) >= SITE_NAME_MATCH:
+            return True
+        other = _site_key(name)
+        if other and key and (key == other or _TLD.sub("", key) == other):
+            return True
+    return False
 
 
 def strip_site_name(text: str, site_names: Sequence[str]) -> str:
@@ -82,6 +103,39 @@ def strip_site_name(text: str, site_names: Sequence[str]) -> str:
     if is_site_name(text[: seps[0].start()], site_names):
         return text[seps[0].end() :].strip()
     return text
+
+
+def affixes(text: str) -> list[str]:
+    """The ways a title may split into a headline and a shorter site affix: the text before
+    its last separator, or after its first ("A | B | Site" -> ["A | B", "B | Site"])."""
+    seps = list(_SEPARATOR.finditer(text))
+    if not seps:
+        return []
+    last, lead = seps[-1], seps[0]
+    splits = [
+        (text[: last.start()], text[last.end() :]),
+        (text[lead.end() :], text[: lead.start()]),
+    ]
+    return [head.strip() for head, affix in splits if len(head.strip()) > len(affix.strip())]
+
+
+def site_names_of(url: str | None) -> list[str]:
+    """The names a URL's host gives a site: "zpravy.aktualne.cz" -> ["aktualne"]."""
+    try:
+        host = (urlsplit(url).hostname or "") if url else ""
+    except ValueError:  # a broken IPv6 host names no site
+        return []
+    labels = [x for x in host.split(".") if x]
+    if len(labels) < 2:
+        return []
+    # "bbc.co.uk", "abc.net.au": a short second-level label belongs to the suffix.
+    cut = (
+        3
+        if len(labels) >= 3
+        and labels[-2] in {"co", "com", "net", "org", "ac", "gov", "ne", "or", "go"}
+        else 2
+    )
+    return [labels[-cut]] if len(labels) >= cut else []
 
 
 def _elsewhere(el: Any, stop: Any) -> bool:

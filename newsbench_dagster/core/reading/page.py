@@ -18,7 +18,7 @@ from typing import Any
 
 from lxml import etree
 
-from newsbench_dagster.core.reading.bylines import read_authors
+from newsbench_dagster.core.reading.bylines import read_authors, site_names_of
 from newsbench_dagster.core.reading.factbox import read_factbox
 from newsbench_dagster.core.reading.headline import main_heading, read_headline
 from newsbench_dagster.core.reading.language import read_language
@@ -120,6 +120,9 @@ def _understand(
         clean(n.get("name")) for n in nodes if "WebSite" in schema_types(n) or is_organization(n)
     ]
     r.site_names = [n for n in names if n]
+    # The host's name strips a headline's affix, but a personal site's host may be its
+    # author's name (hakibenita.com), so it never vetoes an author.
+    r.host_names = site_names_of(url or r.link("canonical"))
 
     headline, heads = read_headline(r, article, mprops, og)
     authors, people, orgs = read_authors(r, article, mprops, og, resolve)

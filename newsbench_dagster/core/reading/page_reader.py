@@ -90,6 +90,7 @@ class PageReader:
         self.url = url
         self.text = text
         self.site_names = [n for n in site_names if n]
+        self.host_names: list[str] = []
         self.errors: list[str] = []
         self.missing: list[str] = []
         self.sources: dict[str, str] = {}
