@@ -58,11 +58,44 @@ def sniff_non_html(data: bytes | str) -> str | None:
     return None
 
 
+# Labels browsers read as a wider encoding than their name (WHATWG Encoding Standard): a page
+# that says gb2312 is decoded as GBK (here GB18030, its superset), latin-1 as windows-1252...
+_BROWSER_CODECS = {
+    "iso-8859-1": "cp1252", "iso8859-1": "cp1252", "latin1": "cp1252", "latin-1": "cp1252",
+    "us-ascii": "cp1252", "ascii": "cp1252", "iso-8859-9": "cp1254", "latin5": "cp1254",
+    "iso-8859-11": "cp874", "tis-620": "cp874", "gb2312": "gb18030", "gbk": "gb18030",
+    "x-gbk": "gb18030", "gb_2312-80": "gb18030", "cp936": "gb18030", "big5": "big5hkscs",
+    "shift_jis": "cp932", "shift-jis": "cp932", "sjis": "cp932", "x-sjis": "cp932",
+    "ms_kanji": "cp932", "windows-31j": "cp932", "euc-kr": "cp949", "ks_c_5601-1987": "cp949",
+    "euc-jp": "euc_jis_2004", "x-euc-jp": "euc_jis_2004",
+}  # fmt: skip
+_SINGLE_BYTE = re.compile(
+    r"^(?:cp125\d|cp874|iso8859[-_]\d+|latin[-_]1|koi8[-_][ru]|mac[-_]\w+|cp437)$"
+)
+# Single-byte charsets of other scripts than Latin: a page declared latin-1 whose bytes read
+# as one of these is in that script.
+_OTHER_SCRIPT = re.compile(
+    r"^(?:cp1251|cp1253|cp1255|cp1256|cp874|koi8[-_][ru]|iso8859[-_](?:5|6|7|8|11)|mac[-_]cyrillic)$"
+)
+_LANG = re.compile(rb"<html[^>]*?\slang\s*=\s*[\"']?([a-zA-Z]{2,3})", re.IGNORECASE)
+# Where a Latin single-byte page is windows-1250 rather than windows-1252 (browsers' defaults).
+_CENTRAL_EUROPEAN = {"cs", "pl", "hu", "sk", "sl", "hr", "ro", "bs", "sr", "sq"}
+
+
+def _name(codec: str) -> str:
+    return codecs.lookup(codec).name
+
+
+# A declared charset is kept despite a few invalid bytes (a latin-1 snippet pasted into a UTF-8
+# page); past this share of the non-ASCII bytes (and this many), it is a lie: read as found.
+LYING_SHARE, LYING_MIN = 0.02, 8
+
+
 def _codec(label: str) -> str | None:
     """A Python codec for a declared charset label, as browsers map it (latin-1 is cp1252)."""
-    label = label.strip().lower()
-    if label in ("iso-8859-1", "iso8859-1", "latin1", "latin-1", "us-ascii", "ascii"):
-        return "cp1252"
+    label = label.strip().strip("\"'").lower()
+    if label in _BROWSER_CODECS:
+        return _BROWSER_CODECS[label]
     try:
         name = codecs.lookup(label).name
     except LookupError:
@@ -71,8 +104,48 @@ def _codec(label: str) -> str | None:
     return "utf-8" if name.startswith(("utf-16", "utf-32")) else name
 
 
+def _strict(data: bytes, codec: str) -> str | None:
+    try:
+        return data.decode(codec)
+    except (UnicodeDecodeError, LookupError):
+        return None
+
+
+def _guess(data: bytes) -> str | None:
+    """charset-normalizer's reading of bytes that declare nothing true (a codec name). Between
+    Latin single-byte charsets it cannot tell apart, the page's language decides, as browsers'
+    locale defaults do."""
+    best = from_bytes(data[:200_000]).best()
+    name = _codec(best.encoding) if best else None
+    if name and _SINGLE_BYTE.match(_name(name)) and not _OTHER_SCRIPT.match(_name(name)):
+        lang = _LANG.search(data[:4096])
+        central = lang and lang.group(1).decode("ascii").lower()[:2] in _CENTRAL_EUROPEAN
+        return "cp1250" if central else "cp1252"
+    return name
+
+
+def _contradicted(data: bytes, declared: str) -> str | None:
+    """The charset bytes declared single-byte really are in, when they say otherwise: valid
+    UTF-8, a CJK encoding, or a single-byte charset of another script (cp1251...)."""
+    if data.isascii() or not _SINGLE_BYTE.match(_name(declared)):
+        return None
+    if _strict(data, "utf-8") is not None:
+        return "utf-8"
+    other = _guess(data)
+    if not other or _name(other) == _name(declared) or _strict(data, other) is None:
+        return None
+    if not _SINGLE_BYTE.match(_name(other)) or (
+        _OTHER_SCRIPT.match(_name(other)) and not _OTHER_SCRIPT.match(_name(declared))
+    ):
+        return other
+    return None
+
+
 def decode(data: bytes, http_charset: str | None = None) -> tuple[str, str, str | None]:
-    """Text, the codec used and a complaint: BOM, then the declared charset, then a guess."""
+    """Text, the codec used and a complaint. BOM, then the HTTP header's charset, then the
+    page's <meta>, as browsers do; a declaration the bytes contradict is set aside (invalid
+    bytes past LYING_SHARE, or a single-byte label on bytes that are clearly UTF-8, CJK or of
+    another script), and with none left the charset is detected."""
     for bom, name in (
         (codecs.BOM_UTF8, "utf-8"),
         (codecs.BOM_UTF16_LE, "utf-16-le"),
@@ -81,21 +154,36 @@ def decode(data: bytes, http_charset: str | None = None) -> tuple[str, str, str 
         if data.startswith(bom):
             return data[len(bom) :].decode(name, "replace"), name, None
     match = _CHARSET.search(data[:4096])
-    declared = _codec(match.group(1).decode("ascii", "replace")) if match else None
-    if declared:
-        try:
-            return data.decode(declared), declared, None
-        except UnicodeDecodeError as e:
+    meta = match.group(1).decode("ascii", "replace") if match else None
+    lies: list[str] = []
+    for label in (http_charset, meta):
+        declared = _codec(label) if label else None
+        if not declared:
+            continue
+        if other := _contradicted(data, declared):
+            lies.append(f"{label} (bytes are {other})")
+            continue
+        text = _strict(data, declared)
+        if text is not None:
+            note = f"encoding: declared {', '.join(lies)} set aside" if lies else None
+            return text, declared, note
+        high = sum(b > 0x7F for b in data) or 1
+        bad = len(data.decode(declared, "replace")) - len(data.decode(declared, "ignore"))
+        if bad / high <= LYING_SHARE or bad < LYING_MIN:
             # Mixed encodings happen (a latin-1 snippet pasted into a UTF-8 page): keep reading.
-            note = f"encoding: bytes invalid in declared {declared} replaced (first at {e.start})"
+            try:
+                data.decode(declared)
+            except UnicodeDecodeError as e:
+                note = (
+                    f"encoding: bytes invalid in declared {declared} replaced (first at {e.start})"
+                )
             return data.decode(declared, "replace"), declared, note
-    try:
-        return data.decode("utf-8"), "utf-8", None
-    except UnicodeDecodeError:
-        pass
-    best = from_bytes(data[:200_000]).best()
-    name = best.encoding if best else "utf-8"
-    return data.decode(name, "replace"), name, None
+        lies.append(f"{label} ({bad} invalid bytes)")
+    text = _strict(data, "utf-8")
+    name = "utf-8" if text is not None else (_guess(data) or "utf-8")
+    text = text if text is not None else data.decode(name, "replace")
+    note = f"encoding: declared {', '.join(lies)} set aside, read as {name}" if lies else None
+    return text, name, note
 
 
 def parse_html(text: str) -> Any:
