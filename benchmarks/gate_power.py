@@ -47,7 +47,7 @@ from common import (
     sites,
 )
 
-from newsbench_dagster.core.analytics.kpis import wilson
+from newsbench_dagster.core.analytics.stats import wilson
 from newsbench_dagster.core.harness.settings import RunSettings
 from newsbench_dagster.core.release.decide import decide
 from newsbench_dagster.core.release.evaluate import BASELINE, CANDIDATE

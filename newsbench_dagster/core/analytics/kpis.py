@@ -14,32 +14,18 @@ nothing observed, never as zero.
 from __future__ import annotations
 
 import json
-import math
 from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
 import pandas as pd
 
+from newsbench_dagster.core.analytics.stats import wilson
 from newsbench_dagster.core.scoring.failures import NOBODYS, VOID
 
 ALL = "*"
 # The run_scores columns rows are sliced by, besides `intent` (one row per value present).
 SLICE_COLUMNS = ("device", "geo", "network", "locale", "risk_tier")
-
-
-def wilson(successes: int, n: int, z: float = 1.959964) -> tuple[float | None, float | None]:
-    """95 % Wilson score interval for a binomial proportion (sane at 0/n and n/n)."""
-    if n == 0:
-        return None, None
-    p = successes / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    # At 0/n and n/n the bound is exactly 0 or 1; floating point would leave 0.9999999.
-    lo = 0.0 if successes == 0 else max(0.0, centre - half)
-    hi = 1.0 if successes == n else min(1.0, centre + half)
-    return lo, hi
 
 
 def _pct(values: pd.Series, q: float) -> float | None:

@@ -7,17 +7,30 @@ its baseline run the same tasks, so their difference is taken task by task.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from newsbench_dagster.core.analytics.kpis import wilson
-
 __all__ = ["MIN_TASKS", "percentile", "settle_reruns", "volatile_sites", "wilson"]
 
 # Fewer tasks than this and a rate, a difference or a gate says "insufficient evidence".
 MIN_TASKS = 20
+
+
+def wilson(successes: int, n: int, z: float = 1.959964) -> tuple[float | None, float | None]:
+    """95 % Wilson score interval for a binomial proportion (sane at 0/n and n/n)."""
+    if n == 0:
+        return None, None
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    # At 0/n and n/n the bound is exactly 0 or 1; floating point would leave 0.9999999.
+    lo = 0.0 if successes == 0 else max(0.0, centre - half)
+    hi = 1.0 if successes == n else min(1.0, centre + half)
+    return lo, hi
 
 
 def percentile(values: Iterable[float | None], q: float) -> float | None:

@@ -9,8 +9,7 @@ from collections.abc import Sequence
 from datetime import UTC, date, datetime
 
 from newsbench_dagster.core.agents.protocol import AgentManifest
-from newsbench_dagster.core.analytics.kpis import wilson
-from newsbench_dagster.core.analytics.stats import percentile, volatile_sites
+from newsbench_dagster.core.analytics.stats import percentile, volatile_sites, wilson
 from newsbench_dagster.core.release.evaluate import BASELINE, CANDIDATE
 from newsbench_dagster.core.release.plan import TaskSet
 from newsbench_dagster.core.release.policy import Policy

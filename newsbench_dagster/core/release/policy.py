@@ -5,15 +5,17 @@ and the agent registry sensor all read it; the decision record stores it whole."
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from newsbench_dagster.core.agents.protocol import AgentManifest
 from newsbench_dagster.core.analytics.stats import MIN_TASKS
 from newsbench_dagster.core.errors import ConfigError
 from newsbench_dagster.core.release.sequential import MARGIN
 from newsbench_dagster.core.scoring.compliance import PII_MAX_RATE
+
+if TYPE_CHECKING:
+    from newsbench_dagster.core.agents.protocol import AgentManifest
 
 
 class Policy(BaseModel):

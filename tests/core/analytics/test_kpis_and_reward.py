@@ -6,7 +6,8 @@ from datetime import UTC, datetime, timedelta
 import pandas as pd
 import pytest
 
-from newsbench_dagster.core.analytics.kpis import ALL, rollup, wilson
+from newsbench_dagster.core.analytics.kpis import ALL, rollup
+from newsbench_dagster.core.analytics.stats import wilson
 from newsbench_dagster.core.analytics.tables import frame, records
 from newsbench_dagster.core.scoring.reward import efficiency, reward, timeliness
 
