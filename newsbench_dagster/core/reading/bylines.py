@@ -26,6 +26,7 @@ from newsbench_dagster.core.reading.page_reader import (
     clean,
     first,
     is_organization,
+    schema_types,
     visible_text,
 )
 from newsbench_dagster.core.reading.page_record import Candidate
@@ -243,7 +244,9 @@ def read_authors(
             continue
         name = value.get("name") if isinstance(value, dict) else value
         text = clean(first(name))
-        names = _names(r, text, lone_word_ok=True)
+        # Typed a Person, it is one, even named like the site (a personal blog's publisher).
+        person = isinstance(value, dict) and "Person" in schema_types(value)
+        names = byline_names(text, True) if person else _names(r, text, lone_word_ok=True)
         if not names and text and (is_agency(text) or looks_organisation(text)):
             orgs.append(text)
         add("jsonld", names)

@@ -1,7 +1,7 @@
 """Page understanding: what a saved page (or a live DOM's `page.content()`) says about itself.
 
 `understand()` reads headline, authors, times, language, links, live-blog updates and
-corrections from structured data (JSON-LD, microdata, OpenGraph, read by extruct) and from the
+corrections from structured data (JSON-LD, microdata, OpenGraph, read by structured.py) and from the
 visible page (lxml), keeping every candidate with the signal it came from. It also says what kind
 of page it is (article, live blog, collection, home or other), its main heading, the story
 teasers listed in its main content and the entries of an article's fact box ("Key facts").

@@ -11,13 +11,10 @@ from functools import cached_property
 from typing import Any
 from urllib.parse import urljoin
 
-from extruct.jsonld import JsonLdExtractor
-from extruct.opengraph import OpenGraphExtractor
-from extruct.w3cmicrodata import MicrodataExtractor
-
 from newsbench_dagster.core.reading.evidence import Choice
 from newsbench_dagster.core.reading.libraries import LibraryView, read_with_libraries
 from newsbench_dagster.core.reading.metadata import flatten_jsonld
+from newsbench_dagster.core.reading.structured import jsonld_values, microdata, opengraph
 
 _WS = re.compile(r"\s+")
 # An XPath test for a heading element: h1-h6, or an ARIA heading.
@@ -132,23 +129,21 @@ class PageReader:
 
     # structured data
     def jsonld(self) -> list[dict]:
-        extractor = JsonLdExtractor()
         nodes: list[dict] = []
         scripts = self.doc.xpath('//script[@type="application/ld+json"]')
         for i, script in enumerate(scripts, start=1):
             # Block by block, so one broken block is reported and the others are kept.
             try:
-                flatten_jsonld(extractor.extract_items(script), nodes)
+                flatten_jsonld(jsonld_values(script.xpath("string()")), nodes)
             except Exception as e:
                 self.errors.append(f"jsonld: malformed block {i}: {e}")
         return nodes
 
     def opengraph(self) -> dict[str, str]:
         props: dict[str, str] = {}
-        for item in OpenGraphExtractor().extract_items(self.doc):
-            for key, value in item["properties"]:
-                if clean(value):
-                    props.setdefault(key.lower(), clean(value))
+        for key, value in opengraph(self.doc):
+            if clean(value):
+                props.setdefault(key.lower(), clean(value))
         return props
 
     def meta(self, *names: str) -> list[str]:
@@ -177,7 +172,7 @@ class PageReader:
                 for v in value["properties"].values():
                     walk(v)
 
-        walk(MicrodataExtractor().extract_items(self.doc, base_url=self.base))
+        walk(microdata(self.doc, self.base))
         return items
 
     def link(self, rel: str) -> str | None:
