@@ -87,54 +87,108 @@ def feeds_inspect(
         raise typer.Exit(2)
 
 
+PAGE_SUFFIXES = (".html", ".htm", ".xhtml", ".shtml")
+
+
+def _page_sources(sources: list[str]) -> list[str]:
+    """Files, URLs and the saved pages under directories (sorted), in the order given."""
+    out: list[str] = []
+    for source in sources:
+        path = Path(source)
+        if not source.startswith(("http://", "https://")) and path.is_dir():
+            found = sorted(
+                str(p) for p in path.rglob("*") if p.suffix.lower() in PAGE_SUFFIXES and p.is_file()
+            )
+            if not found:
+                fail(f"{source}: no saved pages ({', '.join(PAGE_SUFFIXES)}) under it")
+            out += found
+        else:
+            out.append(source)
+    return out
+
+
 def inspect_page(
-    source: Annotated[str, typer.Argument(help="A saved page (file path) or an http(s) URL.")],
+    sources: Annotated[
+        list[str],
+        typer.Argument(help="Saved pages (files or directories of them) or http(s) URLs."),
+    ],
     url: Annotated[
         str | None,
         typer.Option("--url", help="The page's original URL (resolves relative links)."),
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="One JSON object per page, one per line.")
+    ] = False,
     proxy: ProxyOption = None,
 ) -> None:
     """Print what a news page says about itself: headline, authors, times, language, links.
 
-    Each value names the signal it came from (JSON-LD, OpenGraph, microdata, the visible page).
-    Saved bytes are read in the charset they declare. Exit status: 0 read (what is missing and
-    any malformed metadata go to stderr); 1 unreadable; 2 not an HTML page.
-    """
-    from contextlib import suppress
+    Each value names the signal it came from (JSON-LD, OpenGraph, microdata, the visible page,
+    trafilatura, htmldate) and a confidence: the chosen value's share of the weight of every
+    signal that named one. `conflicts` names the strong signals that said otherwise. Saved
+    files are read from their bytes, without a browser; their charset is the one they declare
+    unless the bytes contradict it.
 
+    Several pages (or a directory) are read in one process: with --json, one object per line
+    with its "file"; a page that cannot be read gets {"file", "error"} and the rest go on.
+    Exit status: 0 all read (what is missing and any malformed metadata go to stderr); 1 a
+    page unreadable; 2 a page that is not HTML (with several pages, the worst of them).
+    """
+    from newsbench_dagster.core.reading.inspect import summary
     from newsbench_dagster.core.reading.page import understand
     from newsbench_dagster.core.reading.page_bytes import sniff_non_html
 
-    content, base, charset = read_source(source, proxy)
-    if kind := sniff_non_html(content):
-        fail(f"{source}: not an HTML page ({kind})", 2)
-    page: str | bytes = content
-    if charset:  # an HTTP Content-Type charset outranks what the document says
-        with suppress(LookupError):
-            page = content.decode(charset, "replace")
-    record = understand(page, url or (base if base.startswith("http") else None))
-    if not record.is_html:
-        fail(f"{source}: not an HTML page ({'; '.join(record.errors)})", 2)
+    pages = _page_sources(sources)
+    many = len(pages) > 1
+    if many and url:
+        fail("--url names one page's address: give it with a single page")
+    worst = 0
+    for source in pages:
+        try:
+            content, base, charset = read_source(source, proxy)
+            if kind := sniff_non_html(content):
+                raise _Unreadable(f"not an HTML page ({kind})", 2)
+            record = understand(
+                content, url or (base if base.startswith("http") else None), http_charset=charset
+            )
+            if not record.is_html:
+                raise _Unreadable(f"not an HTML page ({'; '.join(record.errors)})", 2)
+        except _Unreadable as e:
+            if not many:
+                fail(f"{source}: {e.message}", e.code)
+            err.print(f"[bold red]error:[/] {source}: {e.message}", highlight=False)
+            worst = max(worst, e.code)
+            _error_line(as_json, source, e.message)
+            continue
+        except typer.Exit as e:  # read_source said why on stderr
+            if not many:
+                raise
+            worst = max(worst, e.exit_code or 1)
+            _error_line(as_json, source, "could not be read (the reason is on stderr)")
+            continue
+        if as_json:
+            row = {"file": source, **summary(record)} if many else summary(record)
+            sys.stdout.write(json.dumps(row, ensure_ascii=False) + "\n")
+            sys.stdout.flush()
+        else:
+            _page_table(source, record)
+        if record.missing:
+            err.print(f"[yellow]missing:[/] {source}: {', '.join(record.missing)}", highlight=False)
+        for problem in record.errors:
+            err.print(f"[yellow]warning:[/] {source}: {problem}", highlight=False)
+    if worst:
+        raise typer.Exit(worst)
+
+
+def _error_line(as_json: bool, source: str, message: str) -> None:
     if as_json:
-        summary = {
-            "headline": record.headline,
-            "authors": list(record.authors),
-            "published": record.published.iso() if record.published else None,
-            "modified": record.modified.iso() if record.modified else None,
-            "language": record.language,
-            "canonical": record.canonical,
-            "is_liveblog": record.is_liveblog,
-            "sources": record.sources,
-        }
-        sys.stdout.write(json.dumps(summary, ensure_ascii=False) + "\n")
-    else:
-        _page_table(source, record)
-    if record.missing:
-        err.print(f"[yellow]missing:[/] {source}: {', '.join(record.missing)}", highlight=False)
-    for problem in record.errors:
-        err.print(f"[yellow]warning:[/] {source}: {problem}", highlight=False)
+        sys.stdout.write(json.dumps({"file": source, "error": message}, ensure_ascii=False) + "\n")
+
+
+class _Unreadable(Exception):
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.message, self.code = message, code
 
 
 def _page_table(source: str, record: PageRecord) -> None:
@@ -146,6 +200,13 @@ def _page_table(source: str, record: PageRecord) -> None:
 
     def when(stamp: Timestamp | None) -> str:
         return f"{stamp.iso()}  (page: {stamp.raw})" if stamp else ""
+
+    def conf(field: str) -> str:
+        c = record.confidence.get(field)
+        against = record.conflicts.get(field)
+        note = f"  (confidence {c:.2f}" if c is not None else ""
+        note += f"; against: {', '.join(against)})" if against else (")" if note else "")
+        return note
 
     rows = [
         ("headline", record.headline or ""),
@@ -167,5 +228,5 @@ def _page_table(source: str, record: PageRecord) -> None:
         sources["latest update"] = u.source
     # Page text and source names ("html[lang]") are not rich markup.
     for field, value in rows:
-        table.add_row(field, escape(value), escape(sources.get(field, "")))
+        table.add_row(field, escape(value), escape(sources.get(field, "") + conf(field)))
     console.print(table)
