@@ -265,7 +265,13 @@ def read_authors(
         add("byline-text", r.guard("byline-text", lambda: _byline_text(r), []))
     for value in r.libraries.authors:
         add("trafilatura", _names(r, value))
-    votes = [Vote(tuple(names), source, AUTHOR_WEIGHTS[source]) for source, names in found.items()]
+    # trafilatura reads the same markup: agreeing with a page signal it is an echo (no vote).
+    own = [tuple(n) for source, n in found.items() if source != "trafilatura"]
+    votes = [
+        Vote(tuple(names), source, AUTHOR_WEIGHTS[source])
+        for source, names in found.items()
+        if source != "trafilatura" or not any(same_people(tuple(names), o) for o in own)
+    ]
     chosen = r.chose("authors", choose(votes, same_people))
     people = tuple(Candidate(n, source) for source, names in found.items() for n in names)
     return tuple(chosen or ()), people, tuple(dict.fromkeys(orgs))

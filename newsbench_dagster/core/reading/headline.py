@@ -121,5 +121,12 @@ def read_headline(
             if not named and any(same_headline(part, o) for o in others):
                 heads[i] = Candidate(part, c.source, c.raw or c.value)
                 break
-    votes = [Vote(c.value, c.source, HEADLINE_WEIGHTS[c.source]) for c in heads]
+    # trafilatura reads the same meta tags: agreeing with one of them it is an echo, not a
+    # second witness, and only votes when it read something the page's own signals did not.
+    own = [c.value for c in heads if c.source != "trafilatura"]
+    votes = [
+        Vote(c.value, c.source, HEADLINE_WEIGHTS[c.source])
+        for c in heads
+        if c.source != "trafilatura" or not any(same_headline(c.value, o) for o in own)
+    ]
     return r.chose("headline", choose(votes, same_headline)), tuple(heads)

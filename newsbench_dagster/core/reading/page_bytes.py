@@ -119,9 +119,29 @@ def _guess(data: bytes) -> str | None:
     name = _codec(best.encoding) if best else None
     if name and _SINGLE_BYTE.match(_name(name)) and not _OTHER_SCRIPT.match(_name(name)):
         lang = _LANG.search(data[:4096])
-        central = lang and lang.group(1).decode("ascii").lower()[:2] in _CENTRAL_EUROPEAN
-        return "cp1250" if central else "cp1252"
+        if lang:
+            central = lang.group(1).decode("ascii").lower()[:2] in _CENTRAL_EUROPEAN
+            return "cp1250" if central else "cp1252"
+        return _latin(data, name)
     return name
+
+
+# The accented letters each Latin charset's texts are made of, on the bytes where cp1252 and
+# cp1250 differ: the reading that gives more of them is the page's ("à" in cp1252 is "ŕ" in
+# cp1250, rare in any language; "ř" is "ø"). A tie is charset-normalizer's to break.
+_WESTERN = set("àâäáãåçéèêëíìîïñóòôöõúùûüýÿæœßÀÂÄÁÃÅÇÉÈÊËÍÎÏÑÓÒÔÖÕÚÙÛÜÆŒ")
+_CENTRAL = set("áäčćďéěíňóôöőřšśťúůüűýžźżąęłńÁÄČĆĎÉĚÍŇÓÔÖŐŘŠŚŤÚŮÜŰÝŽŹŻĄĘŁŃ")
+
+
+def _latin(data: bytes, guess: str) -> str:
+    high = bytes(b for b in data if b > 0x7F)
+    west, central = high.decode("cp1252", "replace"), high.decode("cp1250", "replace")
+    pairs = [(w, c) for w, c in zip(west, central, strict=False) if w != c]
+    w_score = sum(w in _WESTERN for w, _ in pairs)
+    c_score = sum(c in _CENTRAL for _, c in pairs)
+    if w_score == c_score:
+        return "cp1250" if _name(guess) in ("cp1250", "iso8859-2") else "cp1252"
+    return "cp1250" if c_score > w_score else "cp1252"
 
 
 def _contradicted(data: bytes, declared: str) -> str | None:

@@ -395,7 +395,7 @@ def test_newsroom_live_blogs_and_corrections_agree_with_the_truth():
 
 
 # -- newsbench inspect ----------------------------------------------------------------------
-KEYS = {
+KEYS_IN_ORDER = (
     "headline",
     "authors",
     "published",
@@ -404,7 +404,8 @@ KEYS = {
     "canonical",
     "is_liveblog",
     "sources",
-}
+)
+KEYS = set(KEYS_IN_ORDER)
 
 
 def test_inspect_prints_one_json_object():
@@ -421,7 +422,10 @@ def test_inspect_prints_one_json_object():
     assert result.exit_code == 0, result.output
     [line] = result.stdout.splitlines()
     doc = json.loads(line)
-    assert set(doc) == KEYS
+    # The keys other tools read stay; confidence and conflicts were added after them.
+    assert set(doc) == KEYS | {"confidence", "conflicts"} and list(doc)[: len(KEYS)] == [
+        *KEYS_IN_ORDER
+    ]
     assert doc["headline"] == "Stadtrat beschließt neues Radwegenetz"
     assert doc["authors"] == ["Anna Schmidt", "Jonas Weber"] and doc["modified"] is None
     assert doc["canonical"] == "https://lahnbote.example/lokales/stadtrat-radwegenetz-104233.html"

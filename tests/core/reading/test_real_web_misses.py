@@ -1,0 +1,249 @@
+"""The kinds of miss page understanding made on real news pages (issue: oracles that hold on
+the real web), each on a page built to show it. Every test here failed before the voting
+reader, the name reader and the charset checks (checked against the previous commit)."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+
+from newsbench_dagster.core.reading.inspect import inspect_bytes
+from newsbench_dagster.core.reading.names import byline_names
+from newsbench_dagster.core.reading.page import understand
+
+
+def page(head: str = "", body: str = "", lang: str = "en") -> str:
+    return f'<!doctype html><html lang="{lang}"><head>{head}</head><body>{body}</body></html>'
+
+
+def article(byline: str, title: str = "Harbour ferry timetable changes") -> bytes:
+    body = f'<article><h1>{title}</h1><p class="byline">{byline}</p><p>Text.</p></article>'
+    return page(f"<title>{title}</title>", body).encode()
+
+
+# -- bylines ----------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "byline, people",
+    [
+        ("Posted by Jane Doe", ["Jane Doe"]),
+        ("Author: Jane Doe (eg)", ["Jane Doe"]),
+        ("By: Jane Doe | Twitter", ["Jane Doe"]),
+        ("Written by Jane Doe, Senior Politics Editor", ["Jane Doe"]),
+        ("Jane Doe Staff Writer", ["Jane Doe"]),
+        ("Von Anna Müller und Max Mustermann", ["Anna Müller", "Max Mustermann"]),
+        ("par Cécile Martin", ["Cécile Martin"]),
+        ("door Jan de Vries", ["Jan de Vries"]),
+        ("przez Jan Kowalski", ["Jan Kowalski"]),
+        ("Автор: Иван Петров", ["Иван Петров"]),
+        ("作者：张伟", ["张伟"]),
+        ("記者 山田太郎", ["山田太郎"]),
+        ("JOSH HASKELL, DAVID CAPLAN and PATRICK REEVELL", ["JOSH HASKELL", "DAVID CAPLAN",
+                                                           "PATRICK REEVELL"]),
+        ("Steven Shepard Link Copied", ["Steven Shepard"]),
+        ("Laura E. Adkins December 29, 2016", ["Laura E. Adkins"]),
+    ],
+)  # fmt: skip
+def test_byline_prefixes_roles_and_furniture_are_not_names(byline, people):
+    assert list(understand(article(byline)).authors) == people
+
+
+@pytest.mark.parametrize(
+    "byline, people",
+    [
+        ("By Jane Doe, Washington", ["Jane Doe"]),
+        ("Cécile Ducourtieux (Bruxelles, bureau européen)", ["Cécile Ducourtieux"]),
+        ("By Jane Doe and John Roe, Reuters", ["Jane Doe", "John Roe"]),
+        ("Pete Evans · CBC News", ["Pete Evans"]),
+        ("Meg Wagner NEW YORK DAILY NEWS", ["Meg Wagner"]),
+    ],
+)
+def test_places_agencies_and_outlets_are_not_authors(byline, people):
+    assert list(understand(article(byline)).authors) == people
+
+
+@pytest.mark.parametrize("byline", ["AFP", "Reuters", "USA", "The Western Journal", "Staff"])
+def test_a_credit_that_names_no_person_gives_no_author(byline):
+    r = understand(article(f"By {byline}"))
+    assert r.authors == ()
+    assert byline_names(byline) == []
+
+
+def test_the_story_byline_wins_over_bylines_of_other_stories_and_comments():
+    body = (
+        '<nav><a class="author" href="/author/x">Nav Person</a></nav>'
+        '<article><h1>Harbour ferry timetable changes</h1>'
+        '<div class="byline">By <a href="/author/jane">Jane Doe</a></div><p>Text.</p></article>'
+        '<aside class="related"><span class="author">Other Writer</span></aside>'
+        '<section class="comments"><span class="author">A Reader</span></section>'
+    )  # fmt: skip
+    r = understand(page("<title>Harbour ferry timetable changes</title>", body).encode())
+    assert r.authors == ("Jane Doe",)
+
+
+def test_authors_credited_one_element_each_are_all_read():
+    body = (
+        "<article><h1>Harbour ferry timetable changes</h1><p class='byline'>By "
+        "<span itemprop='author'>Marc Santora</span>, <span itemprop='author'>Al Baker</span>"
+        " and <span itemprop='author'>Adam Goldman</span></p></article>"
+    )
+    r = understand(page("<title>x</title>", body).encode())
+    assert set(r.authors) == {"Marc Santora", "Al Baker", "Adam Goldman"}
+
+
+def test_a_personal_blog_author_typed_person_is_kept_though_named_like_the_site():
+    ld = (
+        '<script type="application/ld+json">{"@type": "Article", "headline": "Plain SQL",'
+        '"author": {"@type": "Person", "name": "Haki Benita"},'
+        '"publisher": {"@type": "Organization", "name": "Haki Benita"}}</script>'
+    )
+    r = understand(page(ld + "<title>Plain SQL</title>").encode(), "https://hakibenita.com/sql")
+    assert r.authors == ("Haki Benita",) and r.sources["authors"] == "jsonld"
+
+
+# -- dates ------------------------------------------------------------------------------------
+def test_a_date_only_in_the_url_is_read():
+    html = article("By Jane Doe")
+    r = understand(html, "https://news.example/2024/03/01/harbour-ferry-timetable")
+    assert r.published and r.published.utc.date() == date(2024, 3, 1)
+
+
+def test_a_date_only_in_visible_text_is_read():
+    body = (
+        "<article><h1>Harbour ferry timetable changes</h1>"
+        "<p class='meta'>Published on 3 March 2024 at 10:15</p><p>Text.</p></article>"
+    )
+    r = understand(page("<title>Harbour ferry timetable changes</title>", body).encode())
+    assert r.published and r.published.utc.date() == date(2024, 3, 3)
+
+
+def test_the_modified_date_is_not_taken_for_the_published_one():
+    # The page's first <time> is its update; the publication date is in structured data.
+    head = (
+        '<meta property="article:modified_time" content="2024-03-09T08:00:00Z">'
+        '<meta name="pubdate" content="2024-03-01T07:00:00Z"><title>Harbour ferry</title>'
+    )
+    body = (
+        "<article><h1>Harbour ferry</h1><p>Updated <time datetime='2024-03-09T08:00:00Z'>"
+        "9 March</time></p><p>Text.</p></article>"
+    )
+    r = understand(page(head, body).encode())
+    assert r.published.utc.date() == date(2024, 3, 1)
+    assert r.modified.utc.date() == date(2024, 3, 9)
+
+
+def test_a_meta_written_with_value_instead_of_content_is_read():
+    head = '<meta name="article:published_time" value="2016-11-28T00:00:00.000Z"><title>x</title>'
+    r = understand(page(head, "<h1>x</h1>").encode())
+    assert r.published.utc.date() == date(2016, 11, 28)
+
+
+# -- headlines --------------------------------------------------------------------------------
+def test_an_unknown_site_affix_is_learnt_from_the_other_signals():
+    head = (
+        '<meta property="og:title" content="Kestrel Ledger | Harbour ferry timetable changes">'
+        "<title>Harbour ferry timetable changes - Kestrel Ledger Blog</title>"
+    )
+    body = "<article><h1>Harbour ferry timetable changes</h1></article>"
+    r = understand(page(head, body).encode())
+    assert r.headline == "Harbour ferry timetable changes"
+
+
+def test_the_host_name_is_a_site_affix():
+    head = "<title>West Ham hrozí gigantům | Aktuálně.cz</title>"
+    r = understand(page(head, "<p>x</p>", "cs").encode(), "https://zpravy.aktualne.cz/a/1")
+    assert r.headline == "West Ham hrozí gigantům"
+
+
+def test_a_logo_h1_loses_to_what_the_other_signals_agree_on():
+    head = (
+        '<meta property="og:title" content="Insiders: Trump will sink Pence in VP debate">'
+        "<title>Insiders: Trump will sink Pence in VP debate - POLITICO</title>"
+    )
+    body = '<header><h1><a href="/">POLITICO Politico Logo</a></h1></header><p>Text.</p>'
+    r = understand(page(head, body).encode(), "https://www.politico.com/story/1")
+    assert r.headline == "Insiders: Trump will sink Pence in VP debate"
+
+
+def test_strong_signals_that_disagree_are_reported():
+    head = (
+        '<script type="application/ld+json">{"@type": "NewsArticle", '
+        '"headline": "Harbour ferry timetable changes"}</script>'
+        '<meta property="og:title" content="You will not believe these ferry times">'
+    )
+    r = inspect_bytes(page(head, "<p>x</p>").encode())
+    assert r["headline"] == "Harbour ferry timetable changes"
+    assert r["conflicts"]["headline"] == ["og:title"] and r["confidence"]["headline"] < 1
+
+
+# -- charsets ---------------------------------------------------------------------------------
+CHINESE = "朱镕基今天在北京会见了来访的代表团，双方就经济合作交换了意见。记者：张伟"
+
+
+def test_gb2312_declared_is_read_as_gbk_as_browsers_do():
+    # 镕 is GBK, not GB2312: a strict GB2312 decoder replaces it.
+    data = page('<meta charset="gb2312"><title>会见</title>', f"<p>{CHINESE}</p>", "zh")
+    r = understand(data.encode("gb18030"))
+    assert r.errors == () and CHINESE in inspect_text(data.encode("gb18030"))
+
+
+@pytest.mark.parametrize("codec", ["gb18030", "big5", "euc_jp", "shift_jis", "cp1251"])
+def test_undeclared_legacy_charsets_are_detected(codec):
+    text = {
+        "gb18030": CHINESE,
+        "big5": "台北市政府今天宣布，明年起將擴大公共運輸補助，市民搭乘捷運與公車的費用可望降低。",
+        "euc_jp": "東京都は今日、新型の交通システムを導入すると発表しました。記者が伝えます。",
+        "shift_jis": "大阪府は今日、新しい観光振興策を発表しました。来年度から実施される予定です。",
+        "cp1251": "Сегодня в Москве прошло заседание правительства, на котором обсуждался бюджет.",
+    }[codec]
+    data = page(f"<title>{text[:10]}</title>", f"<p>{text}</p><p>{text}</p>").encode(codec)
+    assert text in inspect_text(data)
+
+
+@pytest.mark.parametrize(
+    "declared, codec",
+    [("iso-8859-1", "utf-8"), ("iso-8859-1", "gb18030"), ("iso-8859-1", "cp1251"),
+     ("utf-8", "cp1252"), ("utf-8", "shift_jis")],
+)  # fmt: skip
+def test_a_lying_charset_is_set_aside_and_said(declared, codec):
+    text = {
+        "utf-8": "Zoë Müller a présenté le budget à Genève, 北京",
+        "gb18030": CHINESE,
+        "cp1251": "Сегодня в Москве прошло заседание правительства, на котором обсуждался бюджет.",
+        "cp1252": "Aujourd'hui à Genève, le ministre a présenté un budget très attendu. L'été.",
+        "shift_jis": "大阪府は今日、新しい観光振興策を発表しました。来年度から実施される予定です。",
+    }[codec]
+    html = page(f'<meta charset="{declared}"><title>t</title>', f"<p>{text}</p><p>{text}</p>")
+    data = html.encode(codec)
+    assert text in inspect_text(data)
+    r = understand(data)
+    assert any(e.startswith(f"encoding: declared {declared}") for e in r.errors)
+
+
+def test_the_http_charset_outranks_the_page_and_a_true_declaration_stays():
+    text = "Aujourd'hui à Genève, le ministre a présenté un budget très attendu."
+    data = page('<meta charset="utf-8"><title>t</title>', f"<p>{text}</p>").encode("cp1252")
+    assert text in inspect_text(data, http_charset="windows-1252")
+    latin = page('<meta charset="iso-8859-1"><title>t</title>', f"<p>{text}</p>")
+    r = understand(latin.encode("cp1252"))
+    assert r.encoding == "cp1252" and r.errors == ()
+
+
+def inspect_text(data: bytes, http_charset: str | None = None) -> str:
+    from newsbench_dagster.core.reading.page_bytes import decode
+
+    return decode(data, http_charset)[0]
+
+
+@pytest.mark.parametrize(
+    "codec, text",
+    [
+        ("cp1252", "Aujourd'hui à Genève, le ministre a présenté un budget très attendu."),
+        ("cp1250", "Vláda schválila rozpočet"),
+        ("cp1250", "Dzisiaj w Warszawie odbyło się posiedzenie rządu. Żółć gęślą jaźń."),
+    ],
+)
+def test_undeclared_western_and_central_european_pages_are_told_apart(codec, text):
+    # charset-normalizer alone reads this French page as cp1250 ("ŕ" for "à").
+    data = page(f"<title>{text[:12]}</title>", f"<p>{text}</p>", lang="").encode(codec)
+    assert text in inspect_text(data.replace(b' lang=""', b""))
