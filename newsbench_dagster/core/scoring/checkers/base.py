@@ -147,36 +147,57 @@ def site_names(obs: dict) -> tuple[str, ...]:
 
 
 def article_signals(obs: dict) -> dict[str, Any]:
-    """What an article page itself says about its headline, authors and times."""
+    """What an article page itself says about its headline, authors and times: its structured
+    data first; where it has none (common on the real web), what page understanding voted for
+    from every other signal (visible byline, <time>, text, URL, htmldate, trafilatura)."""
     meta = obs.get("meta", {})
     nodes = article_nodes(obs.get("jsonld", []))
     node = nodes[0] if nodes else {}
+    record = page_record(obs)
+    headline = {
+        k: v
+        for k, v in {
+            "og:title": (meta.get("og:title") or [None])[0],
+            "twitter:title": (meta.get("twitter:title") or [None])[0],
+            "jsonld": node.get("headline") if isinstance(node.get("headline"), str) else None,
+        }.items()
+        if v
+    }
+    if not headline and record.get("headline"):
+        headline["page"] = record["headline"]
+    published = [
+        v for v in [node.get("datePublished"), *meta.get("article:published_time", [])] if v
+    ]
+    modified = [v for v in [node.get("dateModified"), *meta.get("article:modified_time", [])] if v]
     return {
-        "headline": {
-            k: v
-            for k, v in {
-                "og:title": (meta.get("og:title") or [None])[0],
-                "twitter:title": (meta.get("twitter:title") or [None])[0],
-                "jsonld": node.get("headline") if isinstance(node.get("headline"), str) else None,
-            }.items()
-            if v
-        },
+        "headline": headline,
         "authors_jsonld": person_names(node.get("author")),
         "authors_meta": [
             a
             for a in meta.get("author", []) + meta.get("article:author", [])
             if a and not a.startswith("http")
         ],
+        "authors_page": list(record.get("authors") or []),
         "bylines": obs.get("bylines", []),
-        "published": [
-            v for v in [node.get("datePublished"), *meta.get("article:published_time", [])] if v
-        ],
-        "modified": [
-            v for v in [node.get("dateModified"), *meta.get("article:modified_time", [])] if v
-        ],
+        "published": published or _timed(record.get("published")),
+        "modified": modified or _timed(record.get("modified")),
         "canonical": obs.get("canonical") or obs.get("url"),
         "site_names": site_names(obs),
     }
+
+
+def _timed(stamp: dict | None) -> list[str]:
+    """A page-record timestamp as a time candidate, unless it is a day without a time
+    (htmldate's): the time checks are to the minute, and midnight would fail a right answer."""
+    if not stamp or str(stamp.get("source", "")).startswith("htmldate"):
+        return []
+    return [stamp["utc"]] if stamp.get("utc") else []
+
+
+def author_evidence(sig: dict[str, Any]) -> list[str]:
+    """Who the page says wrote it: structured data, else the people page understanding read
+    from the story's byline, else the raw byline texts."""
+    return sig["authors_jsonld"] or sig["authors_meta"] or sig["authors_page"] or sig["bylines"]
 
 
 def headline_component(pred: Any, candidates: dict[str, str], names: tuple[str, ...]) -> Component:

@@ -8,6 +8,7 @@ from newsbench_dagster.core.scoring.checkers.base import (
     Evidence,
     Verdict,
     article_signals,
+    author_evidence,
     authors_component,
     earliest,
     failed_closed,
@@ -33,7 +34,7 @@ def check(answer: dict, ev: Evidence) -> Verdict:
         # An article that was never updated may leave `modified` empty or equal to published.
         pred = answer.get("modified") or answer.get("published")
         comps["modified"] = time_component(pred, sig["modified"])
-    evidence = sig["authors_jsonld"] or sig["authors_meta"] or sig["bylines"]
+    evidence = author_evidence(sig)
     comps["byline"] = authors_component(answer.get("authors"), evidence, names)
 
     published = earliest(sig["published"])

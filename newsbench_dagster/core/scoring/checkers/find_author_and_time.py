@@ -10,6 +10,7 @@ from newsbench_dagster.core.scoring.checkers.base import (
     Evidence,
     Verdict,
     article_signals,
+    author_evidence,
     authors_component,
     earliest,
     failed_closed,
@@ -36,7 +37,7 @@ def check(answer: dict, ev: Evidence) -> Verdict:
     if given_url:
         ok = same_page(given_url, target)
         comps["url"] = Component(ok, float(ok), {"answer": given_url})
-    evidence = sig["authors_jsonld"] or sig["authors_meta"] or sig["bylines"]
+    evidence = author_evidence(sig)
     comps["authors"] = authors_component(answer.get("authors"), evidence, sig["site_names"])
     comps["published"] = time_component(answer.get("published"), sig["published"])
     published = earliest(sig["published"])

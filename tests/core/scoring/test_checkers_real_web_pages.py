@@ -1,0 +1,75 @@
+"""The article checkers on a page shaped like much of the real web: no JSON-LD, no OpenGraph,
+a visible byline with furniture around it and a date only in visible text. The harness
+observes it in real Chromium; the checkers then judge from page understanding's voted values
+(the people of the story's byline, the date it read) and still reject wrong answers."""
+
+from __future__ import annotations
+
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from newsbench_dagster.core.scoring.checkers import check
+
+PAGE = """<!doctype html><html lang="en"><head><title>Harbour ferry timetable changes from
+December | Kestrel Ledger</title></head><body>
+<header><a href="/"><h1>Kestrel Ledger</h1></a></header>
+<article><h2 class="headline">Harbour ferry timetable changes from December</h2>
+<div class="byline">Posted by <a href="/author/jane-doe">Jane Doe</a>, Senior Transport
+Reporter | <a href="https://twitter.com/x">Twitter</a></div>
+<p class="dateline">Published 3 March 2024, 10:15 UTC</p>
+<p>The harbour ferry will run every twenty minutes from December.</p></article>
+<aside class="related"><span class="author">Other Writer</span></aside>
+</body></html>"""
+
+
+class _Page(BaseHTTPRequestHandler):
+    def do_GET(self):  # noqa: N802 - the http.server API
+        body = PAGE.encode()
+        self.send_response(200)
+        self.send_header("content-type", "text/html; charset=utf-8")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+URL = "http://kestrel-ledger.test/2024/harbour-ferry-timetable"
+TASK = {"oracle": {"target_url": URL}}
+
+
+@pytest.fixture(scope="module")
+def observed(observe_with):
+    # The browser's only way out is this server, as a proxy: it answers every URL with PAGE.
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Page)
+    server.address = f"http://127.0.0.1:{server.server_port}"
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        [obs] = observe_with(server, [URL])
+    finally:
+        server.shutdown()
+    return obs
+
+
+def test_the_page_has_no_structured_data_and_a_noisy_byline(observed):
+    assert observed["jsonld"] == [] and not observed["meta"].get("author")
+    assert observed["page"]["authors"] == ["Jane Doe"]
+
+
+@pytest.mark.parametrize(
+    "authors, published, right",
+    [
+        (["Jane Doe"], "2024-03-03T10:15:00Z", True),
+        (["Jane Doe"], "2024-03-03T12:15:00+02:00", True),  # the same instant, written in CEST
+        (["Other Writer"], "2024-03-03T10:15:00Z", False),  # another story's author
+        (["Kestrel Ledger"], "2024-03-03T10:15:00Z", False),  # the site as author
+        (["Jane Doe"], "2024-03-04T10:15:00Z", False),  # a day late
+    ],
+)
+def test_author_and_time_are_judged_from_the_voted_reading(observed, authors, published, right):
+    answer = {"authors": authors, "published": published}
+    v = check("find_author_and_time", answer, observed, observed, task=TASK)
+    assert v.success is right, v.reason
