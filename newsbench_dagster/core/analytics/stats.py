@@ -13,10 +13,9 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-__all__ = ["MIN_TASKS", "percentile", "settle_reruns", "volatile_sites", "wilson"]
+from newsbench_dagster.core.release.thresholds import MIN_TASKS
 
-# Fewer tasks than this and a rate, a difference or a gate says "insufficient evidence".
-MIN_TASKS = 20
+__all__ = ["MIN_TASKS", "percentile", "settle_reruns", "volatile_sites", "wilson"]
 
 
 def wilson(successes: int, n: int, z: float = 1.959964) -> tuple[float | None, float | None]:

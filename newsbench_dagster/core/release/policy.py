@@ -9,9 +9,8 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from newsbench_dagster.core.analytics.stats import MIN_TASKS
 from newsbench_dagster.core.errors import ConfigError
-from newsbench_dagster.core.release.sequential import MARGIN
+from newsbench_dagster.core.release.thresholds import MARGIN, MIN_TASKS
 from newsbench_dagster.core.scoring.compliance import PII_MAX_RATE
 
 if TYPE_CHECKING:
