@@ -11,7 +11,7 @@ from typing import Any
 
 from dateutil import parser as dateutil_parser
 
-from newsbench_dagster.core.reading.evidence import Vote, choose
+from newsbench_dagster.core.reading.evidence import STRONG, Vote, choose
 from newsbench_dagster.core.reading.page_reader import PageReader, clean, first, visible_text
 from newsbench_dagster.core.reading.page_record import Timestamp
 
@@ -174,10 +174,14 @@ def read_published(
         for source, kind, value in raw
         if value and (stamp := machine_time(value, source))
     ]
-    if text := _text_dates(r, language):
+    library = _library_date(r)
+    # A date in words costs dateparser ~1 s the first time in a process: read one only when
+    # no strong signal with a time (structured data; htmldate gives only the day) named it.
+    strong = any(v.weight >= STRONG for v in votes)
+    if not strong and (text := _text_dates(r, language)):
         votes.append(Vote(text, "text", PUBLISHED_WEIGHTS["text"]))
     # Last: htmldate gives a day without a time, so any other reading of that day is written.
-    if library := _library_date(r):
+    if library:
         votes.append(library)
     return r.chose("published", choose(votes, same_day))
 
