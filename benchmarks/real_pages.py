@@ -19,7 +19,10 @@ data of trafilatura, htmldate, fundus, newspaper4k and goose3 are reserved for a
 evaluation and are not in this set.
 
     .venv/bin/python benchmarks/real_pages.py [--devset DIR] [--limit N] [--misses FIELD]
-        [--check]
+        [--check] [--smoke]
+
+The dev set is looked for beside the project (`../shared/devsets/pages/`), or at
+$NEWSBENCH_DEVSET, or at --devset.
 
 `--misses headline` lists the pages inspect gets wrong for that field (truth, answer, source).
 `--check` exits 1 unless inspect is ahead of (or level with) both libraries on every field.
@@ -30,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
 import time
@@ -164,12 +168,15 @@ def read_page(job: tuple[str, str | None]) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--devset", type=Path, default=DEVSET)
+    ap.add_argument("--devset", type=Path, default=Path(os.environ.get("NEWSBENCH_DEVSET", DEVSET)))
     ap.add_argument("--limit", type=int, default=0, help="only the first N pages")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--misses", choices=FIELDS, help="list inspect's misses for a field")
     ap.add_argument("--check", action="store_true", help="exit 1 unless inspect leads")
+    ap.add_argument("--smoke", action="store_true", help="the first 12 pages, one worker")
     args = ap.parse_args(argv)
+    if args.smoke:
+        args.limit, args.workers = args.limit or 12, 1
     if not (args.devset / "truth.jsonl").is_file():
         print(f"no dev set at {args.devset} (truth.jsonl missing)", file=sys.stderr)
         return 2

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import subprocess
 import sys
@@ -29,6 +30,7 @@ SCRIPTS = sorted(
     if 'if __name__ == "__main__":' in p.read_text(encoding="utf-8")
 )
 TIMEOUT_S = 240
+DEVSET = Path(os.environ.get("NEWSBENCH_DEVSET", ROOT.parent / "shared" / "devsets" / "pages"))
 
 
 def positive(pattern: str, text: str) -> float:
@@ -117,6 +119,14 @@ def scoring_throughput(out: str) -> None:
     positive(r"^ratio oracle/json throughput: ([\d.]+)\Z", out)
 
 
+def real_pages(out: str) -> None:
+    for field in ("headline", "published", "authors"):
+        # inspect, trafilatura, and htmldate twice (dates only): every reader ran.
+        assert re.search(rf"^\| {field} \| \d+ \| [\d.]+ \| [\d.]+ \| ", out, re.M), out
+    assert re.search(r"^errors: inspect 0, trafilatura \d+", out, re.M), out
+    assert re.search(r"^inspect vs best library: headline [+-][\d.]+, published .+\Z", out, re.M)
+
+
 SUMMARIES: dict[str, Callable[[str], None]] = {
     f.__name__: f
     for f in (
@@ -127,6 +137,7 @@ SUMMARIES: dict[str, Callable[[str], None]] = {
         oracle_meta_eval,
         overhead,
         poll_rate,
+        real_pages,
         replay_bench,
         scoring_throughput,
     )
@@ -140,6 +151,8 @@ def test_every_benchmark_is_found():
 @pytest.mark.parametrize("name", SCRIPTS)
 def test_benchmark_smoke(name: str):
     assert name in SUMMARIES, f"benchmarks/{name}.py: add the check of its summary to this file"
+    if name == "real_pages" and not (DEVSET / "truth.jsonl").is_file():
+        pytest.skip(f"the dev set of real pages is not at {DEVSET} (it lives beside the project)")
     done = subprocess.run(
         [sys.executable, f"benchmarks/{name}.py", "--smoke"],
         cwd=ROOT,

@@ -1,0 +1,62 @@
+"""`newsbench inspect` on many saved pages in one process: a directory walk, one JSON object
+per line with its file, and a bad page that is reported without losing the others."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from newsbench_dagster.cli import app
+
+PAGE = (
+    "<!doctype html><html lang='en'><head><title>{t} | Kestrel Ledger</title></head><body>"
+    "<article><h1>{t}</h1><p class='byline'>By {a}</p></article></body></html>"
+)
+
+
+def test_a_directory_of_pages_is_read_in_one_process(tmp_path):
+    (tmp_path / "b.html").write_text(PAGE.format(t="Second story", a="John Roe"))
+    (tmp_path / "a.html").write_text(PAGE.format(t="First story", a="Jane Doe"))
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "c.htm").write_text(PAGE.format(t="Third story", a="Ann Lee"))
+    (tmp_path / "broken.html").write_bytes(b"GIF89a\x00\x01")
+    (tmp_path / "notes.txt").write_text("not a page")
+    result = CliRunner().invoke(app, ["inspect", str(tmp_path), "--json"])
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert result.exit_code == 2  # one page was not HTML: the worst status of the batch
+    assert [x["file"].removeprefix(f"{tmp_path}/") for x in lines] == [
+        "a.html", "b.html", "broken.html", "sub/c.htm"
+    ]  # fmt: skip
+    assert [x.get("headline") for x in lines] == [
+        "First story",
+        "Second story",
+        None,
+        "Third story",
+    ]
+    assert lines[0]["authors"] == ["Jane Doe"] and lines[3]["authors"] == ["Ann Lee"]
+    assert lines[2] == {
+        "file": str(tmp_path / "broken.html"),
+        "error": "not an HTML page (GIF image)",
+    }
+    assert "broken.html: not an HTML page (GIF image)" in result.stderr
+
+
+def test_one_url_for_many_pages_is_refused_and_an_empty_directory_named(tmp_path):
+    (tmp_path / "a.html").write_text(PAGE.format(t="First story", a="Jane Doe"))
+    (tmp_path / "b.html").write_text(PAGE.format(t="Second story", a="John Roe"))
+    result = CliRunner().invoke(app, ["inspect", str(tmp_path), "--url", "https://x.test/a"])
+    assert result.exit_code == 1 and "--url names one page's address" in result.stderr
+    (tmp_path / "empty").mkdir()
+    result = CliRunner().invoke(app, ["inspect", str(tmp_path / "empty")])
+    assert result.exit_code == 1 and "empty: no saved pages" in result.stderr
+
+
+def test_a_single_page_prints_the_keys_it_always_printed_first(tmp_path):
+    page = tmp_path / "a.html"
+    page.write_text(PAGE.format(t="First story", a="Jane Doe"))
+    result = CliRunner().invoke(app, ["inspect", str(page), "--json", "--url", "https://k.test/1"])
+    doc = json.loads(result.stdout)
+    assert result.exit_code == 0 and "file" not in doc
+    assert list(doc)[:3] == ["headline", "authors", "published"]
+    assert doc["headline"] == "First story" and doc["sources"]["authors"] == "byline"
