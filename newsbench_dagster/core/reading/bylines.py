@@ -34,20 +34,6 @@ from newsbench_dagster.core.reading.page_record import Candidate
 SITE_NAME_MATCH = 90  # rapidfuzz ratio at or above which a byline is the site's name
 # Separators between a headline and a site name in <title> and og:title.
 _SEPARATOR = re.compile(r"\s+(?:\||-|–|—|::|·|»|_)\s+|\s+_|\s*[|｜：]\s*|(?<=\S)[:：](?=\S)")
-# Elements that hold a byline: by role (rel/itemprop author), by class or id, or a link to an
-# author's page.
-BYLINE_XPATH = (
-    "//*[contains(concat(' ', normalize-space(@rel), ' '), ' author ')"
-    " or contains(concat(' ', normalize-space(@itemprop), ' '), ' author ')"
-    " or contains(@class, 'byline') or contains(@class, 'author') or contains(@class, 'Author')"
-    " or contains(@class, 'autor') or contains(@class, 'signature') or contains(@class, 'writer')"
-    " or contains(@class, 'reporter') or contains(@id, 'byline') or contains(@id, 'author')"
-    " or (self::a and (contains(@href, '/author/') or contains(@href, '/authors/')"
-    " or contains(@href, '/autor/') or contains(@href, '/autoren/') or contains(@href, '/auteur/')"
-    " or contains(@href, '/profile/') or contains(@href, '/staff/') or contains(@href, '/people/')"
-    " or contains(@href, '/by/') or contains(@href, '/writers/') or contains(@href, '/reporters/')"
-    " or contains(@href, '/journalist')))]"
-)
 # Parts of a page whose bylines belong to other stories or to readers.
 _ELSEWHERE = re.compile(
     r"comment|related|recirc|footer|sidebar|widget|promo|newsletter|teaser|most-?popular|"

@@ -72,6 +72,20 @@ def is_organization(node: dict) -> bool:
     return any(t.endswith("Organization") or t == "Corporation" for t in schema_types(node))
 
 
+# Elements that hold a byline: by role (rel/itemprop author), by class or id, or a link to an
+# author's page.
+BYLINE_XPATH = (
+    "//*[contains(concat(' ', normalize-space(@rel), ' '), ' author ')"
+    " or contains(concat(' ', normalize-space(@itemprop), ' '), ' author ')"
+    " or contains(@class, 'byline') or contains(@class, 'author') or contains(@class, 'Author')"
+    " or contains(@class, 'autor') or contains(@class, 'signature') or contains(@class, 'writer')"
+    " or contains(@class, 'reporter') or contains(@id, 'byline') or contains(@id, 'author')"
+    " or (self::a and (contains(@href, '/author/') or contains(@href, '/authors/')"
+    " or contains(@href, '/autor/') or contains(@href, '/autoren/') or contains(@href, '/auteur/')"
+    " or contains(@href, '/profile/') or contains(@href, '/staff/') or contains(@href, '/people/')"
+    " or contains(@href, '/by/') or contains(@href, '/writers/') or contains(@href, '/reporters/')"
+    " or contains(@href, '/journalist')))]"
+)
 # Real article pages are under 2 MB; past this the libraries' cost grows faster than the page.
 LIBRARIES_MAX_CHARS = 3_000_000
 
@@ -194,8 +208,6 @@ class PageReader:
     @cached_property
     def byline_elements(self) -> list[Any]:
         # One query: its contains() tests cost seconds on a 10 MB page.
-        from newsbench_dagster.core.reading.bylines import BYLINE_XPATH
-
         return self.doc.xpath(BYLINE_XPATH)
 
     @cached_property
