@@ -124,9 +124,10 @@ def _understand(
     # author's name (hakibenita.com), so it never vetoes an author.
     r.host_names = site_names_of(url or r.link("canonical"))
 
+    language = read_language(r, og, article)
+    r.language = language  # the libraries read dates in it
     headline, heads = read_headline(r, article, mprops, og)
     authors, people, orgs = read_authors(r, article, mprops, og, resolve)
-    language = read_language(r, og, article)
     published = read_published(r, article, og, mprops, language)
     modified = read_modified(r, article, og, mprops)
 

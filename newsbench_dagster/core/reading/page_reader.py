@@ -102,6 +102,7 @@ class PageReader:
         self.text = text
         self.site_names = [n for n in site_names if n]
         self.host_names: list[str] = []
+        self.language: str | None = None
         self.errors: list[str] = []
         self.missing: list[str] = []
         self.sources: dict[str, str] = {}
@@ -130,7 +131,9 @@ class PageReader:
             self.missing.append("libraries")
             return LibraryView()
         return self.guard(
-            "libraries", lambda: read_with_libraries(self.text, self.url), LibraryView()
+            "libraries",
+            lambda: read_with_libraries(self.text, self.url, self.language),
+            LibraryView(),
         )
 
     def guard(self, what: str, fn: Any, default: Any) -> Any:
