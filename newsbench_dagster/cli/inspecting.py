@@ -110,7 +110,10 @@ def _page_sources(sources: list[str]) -> list[str]:
 def inspect_page(
     sources: Annotated[
         list[str],
-        typer.Argument(help="Saved pages (files or directories of them) or http(s) URLs."),
+        typer.Argument(
+            help="Saved pages (files or directories of them) or http(s) URLs.",
+            metavar="PAGE...",
+        ),
     ],
     url: Annotated[
         str | None,

@@ -60,3 +60,22 @@ def test_a_single_page_prints_the_keys_it_always_printed_first(tmp_path):
     assert result.exit_code == 0 and "file" not in doc
     assert list(doc)[:3] == ["headline", "authors", "published"]
     assert doc["headline"] == "First story" and doc["sources"]["authors"] == "byline"
+
+
+def test_inspect_imports_neither_the_gate_nor_a_browser_nor_dagster(tmp_path):
+    import subprocess
+    import sys
+
+    page = tmp_path / "a.html"
+    page.write_text(PAGE.format(t="First story", a="Jane Doe"))
+    probe = (
+        "import sys\n"
+        f"sys.argv = ['newsbench', 'inspect', {str(page)!r}, '--json']\n"
+        "from newsbench_dagster.cli import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "heavy = ('dagster', 'playwright', 'pandas', 'numpy', 'newsbench_dagster.cli.gate')\n"
+        "print('loaded:', sorted(m for m in heavy if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert '"headline": "First story"' in done.stdout
+    assert done.stdout.rstrip().endswith("loaded: []"), done.stdout
