@@ -22,7 +22,10 @@ if [ -n "$missing" ] && command -v apt-get >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null
 fi
 
-uv sync --frozen --quiet
+# Bytecode compiled once here: where PYTHONDONTWRITEBYTECODE is set, every process would
+# otherwise compile ~600 modules from source (measured: 1.4 s of a 2.7 s `newsbench inspect`).
+uv sync --frozen --quiet --compile-bytecode
+uv run --frozen python -m compileall -q newsbench_dagster >/dev/null
 
 if [ ! -x /usr/bin/chromium ] && ! command -v chromium >/dev/null 2>&1; then
   echo "no system Chromium; installing Playwright's browser" >&2
