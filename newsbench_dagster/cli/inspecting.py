@@ -25,11 +25,11 @@ feeds_app = typer.Typer(
 def read_source(source: str, proxy: str | None) -> tuple[bytes, str, str | None]:
     """Bytes of a file or an http(s) URL, the URL they came from, and the charset an HTTP
     response declared. *.test URLs go through the newsroom unless a proxy is given."""
-    from urllib.parse import urlsplit
-
-    import httpx
-
     if source.startswith(("http://", "https://")):
+        from urllib.parse import urlsplit
+
+        import httpx
+
         host = urlsplit(source).hostname or ""
         if proxy is None and host.endswith(".test"):
             proxy = f"http://127.0.0.1:{DEFAULT_PORT}"
