@@ -82,11 +82,7 @@ def right(field: str, truth: Any, got: Any) -> bool:
 
 def load_truth(devset: Path) -> list[dict]:
     rows = [json.loads(line) for line in (devset / "truth.jsonl").read_text().splitlines()]
-    return [r for r in rows if line_ok(r)]
-
-
-def line_ok(row: dict) -> bool:
-    return bool(row.get("file"))
+    return [r for r in rows if r.get("file")]
 
 
 def wanted(row: dict) -> dict[str, Any]:

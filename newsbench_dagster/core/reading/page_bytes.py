@@ -89,6 +89,7 @@ def _name(codec: str) -> str:
 # A declared charset is kept despite a few invalid bytes (a latin-1 snippet pasted into a UTF-8
 # page); past this share of the non-ASCII bytes (and this many), it is a lie: read as found.
 LYING_SHARE, LYING_MIN = 0.02, 8
+_ASCII = bytes(range(0x80))
 
 
 def _codec(label: str) -> str | None:
@@ -183,21 +184,21 @@ def decode(data: bytes, http_charset: str | None = None) -> tuple[str, str, str 
         if other := _contradicted(data, declared):
             lies.append(f"{label} (bytes are {other})")
             continue
-        text = _strict(data, declared)
-        if text is not None:
+        try:
+            text = data.decode(declared)
+        except UnicodeDecodeError as e:
+            first_bad = e.start
+        else:
             note = f"encoding: declared {', '.join(lies)} set aside" if lies else None
             return text, declared, note
-        high = sum(b > 0x7F for b in data) or 1
-        bad = len(data.decode(declared, "replace")) - len(data.decode(declared, "ignore"))
+        replaced = data.decode(declared, "replace")
+        # One U+FFFD per invalid sequence (a page quoting U+FFFD itself is counted too).
+        bad = replaced.count("\ufffd")
+        high = len(data.translate(None, _ASCII)) or 1
         if bad / high <= LYING_SHARE or bad < LYING_MIN:
             # Mixed encodings happen (a latin-1 snippet pasted into a UTF-8 page): keep reading.
-            try:
-                data.decode(declared)
-            except UnicodeDecodeError as e:
-                note = (
-                    f"encoding: bytes invalid in declared {declared} replaced (first at {e.start})"
-                )
-            return data.decode(declared, "replace"), declared, note
+            note = f"encoding: bytes invalid in declared {declared} replaced (first at {first_bad})"
+            return replaced, declared, note
         lies.append(f"{label} ({bad} invalid bytes)")
     text = _strict(data, "utf-8")
     name = "utf-8" if text is not None else (_guess(data) or "utf-8")
