@@ -19,6 +19,7 @@ from newsbench_dagster.core.analytics.tables import records
 from newsbench_dagster.core.scoring.score import score_run
 from newsbench_dagster.definitions import ASSETS
 from newsbench_dagster.defs.evaluation.checks import compliance
+from newsbench_dagster.newsroom.clock import FixedClock
 from newsbench_dagster.resources import (
     AgentRegistryResource,
     ArtifactStoreResource,
@@ -37,6 +38,16 @@ SITE_CHAIN = ["feed_items", "news_tasks", "agent_runs", "run_scores"]
 
 @pytest.fixture
 def env(newsroom, tmp_path):
+    # The newsroom stopped at this instant for the test: on the live clock a story published
+    # between the first materialization and the re-run added a feed item (CI, 14:18 UTC).
+    live, newsroom.clock = newsroom.clock, FixedClock(datetime.now(UTC))
+    try:
+        yield from _env(newsroom, tmp_path)
+    finally:
+        newsroom.clock = live
+
+
+def _env(newsroom, tmp_path):
     db = tmp_path / "wh.duckdb"
     resources = {
         "io_manager": duckdb_warehouse(str(db)),
