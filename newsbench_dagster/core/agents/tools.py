@@ -29,10 +29,16 @@ from playwright.async_api import Error as PlaywrightError
 from newsbench_dagster.core.agents.actions import NAVIGATION_TIMEOUT_MS, PageActions
 from newsbench_dagster.core.agents.targets import Target
 from newsbench_dagster.core.agents.trajectory import Answer, ToolStep, Trajectory, truncate_utf8
-from newsbench_dagster.core.reading.metadata import PAGE_METADATA_JS, parse_jsonld
-from newsbench_dagster.core.reading.page import understand
+from newsbench_dagster.core.harness.observe import read_dom
+from newsbench_dagster.core.reading.metadata import parse_jsonld
+from newsbench_dagster.core.reading.readings import Readings
 
 ACTION_TIMEOUT_MS = 5_000
+# The tools that leave the page as it was: a read after them may reuse an earlier one.
+READ_TOOLS = frozenset(
+    {"get_metadata", "read_page", "links", "extract_text", "accessibility_snapshot", "answer"}
+    | {"screenshot", "tabs"}
+)
 SNAPSHOT_MAX_BYTES = 64 * 1024
 
 _LINKS_JS = """() => Array.from(document.querySelectorAll('a[href]'))
@@ -70,8 +76,11 @@ class BrowserTools(PageActions):
         max_tokens: int,
         max_bytes: int | None = None,
         bytes_used: Callable[[], int] = lambda: 0,
+        readings: Readings | None = None,
     ) -> None:
         self._page = page
+        # The run's readings: a page the harness already read, unchanged, is not parsed again.
+        self.readings = readings or Readings()
         self.max_steps = max_steps
         self.max_tokens = max_tokens
         self.max_bytes = max_bytes
@@ -180,7 +189,7 @@ class BrowserTools(PageActions):
         """The page's metadata: title, meta tags (OpenGraph...), JSON-LD, canonical URL, lang."""
         # Nothing caught: a page that cannot even be evaluated raises to the agent.
         with self._step("get_metadata", {}, catch=()):
-            raw = await self.page.evaluate(PAGE_METADATA_JS)
+            raw = await self._read()
             nodes, errors = parse_jsonld(raw["jsonld"])
         return {
             "url": raw["url"],
@@ -192,6 +201,22 @@ class BrowserTools(PageActions):
             "canonical": raw["canonical"],
             "lang": raw["lang"],
         }
+
+    @property
+    def actions(self) -> int:
+        """Steps that may have changed a page: all but reading and answering."""
+        return sum(1 for s in self.trajectory.steps if s["tool"] not in READ_TOOLS)
+
+    async def _read(self) -> dict:
+        """The active tab's metadata and document: the run's last read of it when nothing was
+        done to it since and it is fresh (the harness's entry observation, an earlier read),
+        else read now and kept."""
+        page, actions = self.page, self.actions
+        raw = self.readings.fresh(page, page.url, actions, for_agent=True)
+        if raw is None:
+            raw = await read_dom(page)
+            self.readings.keep(page, raw, actions, by_agent=True)
+        return raw
 
     async def links(self, text: str | None = None) -> dict:
         """The page's links (text and URL) in document order; with `text`, only links with
@@ -216,8 +241,8 @@ class BrowserTools(PageActions):
         The page record of core.reading.page, the same reading the oracles use; an unreadable
         page gives an empty record."""
         with self._step("read_page", {}) as step:
-            html = await self.page.content()
-            record = understand(html, url=self.page.url).as_dict()
+            raw = await self._read()
+            record = self.readings.record(raw["html"], raw["url"])
             step.note(kind=record.get("kind"))
             return record
         return {}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -50,11 +51,17 @@ class Pacer:
         self._locks: dict[str, asyncio.Lock] = {}
         self._last_load: dict[str, float] = {}
 
+    def gap(self, origin: str) -> float:
+        """Seconds between two page loads of `origin` (0: loads are not paced)."""
+        if not self.settings.pace:
+            return 0.0
+        return max(self.settings.min_interval.get(origin, 0.0), self.robots.crawl_delay(origin))
+
     async def wait(self, origin: str, replayed: bool = False) -> float:
         """Wait for this origin's turn; returns the seconds waited."""
-        if replayed or not self.settings.pace:
+        if replayed:
             return 0.0
-        gap = max(self.settings.min_interval.get(origin, 0.0), self.robots.crawl_delay(origin))
+        gap = self.gap(origin)
         if gap <= 0:
             return 0.0
         lock = self._locks.setdefault(origin, asyncio.Lock())
@@ -64,6 +71,37 @@ class Pacer:
                 await asyncio.sleep(wait)
             self._last_load[origin] = time.monotonic()
         return max(wait, 0.0)
+
+
+def _escaped(text: str) -> str:
+    """`text` as a literal in a regular expression Python and JavaScript read alike."""
+    return re.sub(r"([\\^$.|?*+()\[\]{}/])", r"\\\1", text)
+
+
+def unguarded_urls(task: dict, state: RunState, robots: RobotsRules, pacer: Pacer, record: Any):
+    """The URLs of a live run the guard's handler need not see, as a pattern: on an allowed
+    origin whose loads are not paced, under no path its robots.txt could refuse (see
+    RobotsRules.disallowed_prefixes), without a percent escape. Chromium still asks Playwright
+    about every request; these are let through without a round trip to this process (~5 ms
+    each, measured), and `RunListeners.on_request` puts them on the record as the guard would.
+    None (replayed or recorded runs): every request goes to the guard."""
+    if state.recording is not None or record is not None:
+        return None
+    alternatives = []
+    for origin in sorted(task["allowed_origins"]):
+        prefixes = robots.disallowed_prefixes(origin)
+        if prefixes is None or "/" in prefixes or "" in prefixes or pacer.gap(origin) > 0:
+            continue
+        refused = "|".join(_escaped(p) for p in prefixes)
+        alternatives.append(_escaped(origin) + "(?=/)" + (f"(?!{refused})" if refused else ""))
+    if not alternatives:
+        return None
+    return re.compile(f"^(?:{'|'.join(alternatives)})[^%]*$")
+
+
+def guarded_urls(unguarded: re.Pattern | None) -> re.Pattern | str:
+    """What the guard's handler is routed: every URL but the unguarded ones."""
+    return "**/*" if unguarded is None else re.compile(f"^(?!{unguarded.pattern[1:]})")
 
 
 def har_entry(request: Request, state: RunState, **fields: Any) -> dict:
@@ -172,10 +210,13 @@ class RunListeners:
     and sizes, durations and failures (HAR-lite), console and page errors; and every tab
     opened gets the run's profile (throttled like the first)."""
 
-    def __init__(self, state: RunState, allowed: set[str], profile) -> None:
+    def __init__(
+        self, state: RunState, allowed: set[str], profile, unguarded: re.Pattern | None = None
+    ) -> None:
         self.state = state
         self.allowed = allowed
         self.profile = profile
+        self.unguarded = unguarded  # requests the guard lets through unseen (unguarded_urls)
 
     def attach(self, context: BrowserContext) -> None:
         state = self.state
@@ -187,6 +228,10 @@ class RunListeners:
         context.on("weberror", lambda e: state.console_errors.append(f"pageerror: {e.error}"))
 
     def on_request(self, req: Request) -> None:
+        unseen = self.unguarded is not None and req.redirected_from is None
+        if unseen and self.unguarded.match(req.url):
+            self._allowed_unseen(req)
+            return
         # Redirect hops are not offered to route handlers: account for them here, so a
         # redirect off the allowlist is on the record even though the guard never saw it.
         if req.redirected_from is not None and origin_of(req.url) not in self.allowed:
@@ -203,6 +248,25 @@ class RunListeners:
                 )
             )
             self.state.safety_events.append({"kind": "off_allowlist_redirect", "url": req.url})
+
+    def _allowed_unseen(self, req: Request) -> None:
+        """A request the guard let through without its handler, on the record as it keeps one."""
+        state = self.state
+        state.requests.append(
+            RequestRecord(
+                req.url,
+                origin_of(req.url),
+                True,
+                True,
+                True,
+                None,
+                actor="agent",
+                method=req.method,
+            )
+        )
+        state.har[req] = har_entry(
+            req, state, wall=round(time.time(), 3), status=None, bytes=0, duration_ms=None
+        )
 
     def on_response(self, resp) -> None:
         size = int(resp.headers.get("content-length") or 0)

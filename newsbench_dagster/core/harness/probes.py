@@ -20,6 +20,7 @@ from newsbench_dagster.core.harness.observe import observe
 from newsbench_dagster.core.harness.settings import RunSettings
 from newsbench_dagster.core.harness.state import world_scope
 from newsbench_dagster.core.replay.replayer import ReplaySession
+from newsbench_dagster.core.scoring.checkers import Evidence, check
 from newsbench_dagster.core.web.network import RobotsRules
 from newsbench_dagster.core.web.sites import origin_of
 
@@ -161,6 +162,24 @@ class Prober:
             for url in self.plan(task, when, final_obs, answer)
         ]
 
+    async def after(
+        self,
+        browser: Browser,
+        task: dict,
+        row: dict,
+        seen: Evidence,
+        answer: Any,
+    ) -> list[dict]:
+        """The after-probes, looked at only when the answer fails against what the run has
+        already seen (`seen`: entry, final and earlier probes). A probe can only add states an
+        answer may match, so an answer already accepted cannot be turned down by one; the
+        skip is on the record (observation.probes_skipped)."""
+        urls = self.plan(task, "after", seen.final, answer)
+        if urls and _accepted(task, answer, seen):
+            row["observation"]["probes_skipped"] = {"after": urls}
+            return []
+        return [await self._look(browser, url, "after", row) for url in urls]
+
     async def _look(self, browser: Browser, url: str, when: str, row: dict) -> dict:
         probe: dict[str, Any] = {"url": url, "when": when}
         # Seen as the run's reader sees it (same device, geo, consent modal), but never
@@ -198,3 +217,11 @@ class Prober:
             elif slot is not None:
                 await self.pool.give_back(kwargs, slot, url)
         return probe
+
+
+def _accepted(task: dict, answer: Any, seen: Evidence) -> bool:
+    """The checker's verdict on what was seen so far; a checker that breaks means look."""
+    try:
+        return check(task["intent"], answer, evidence=seen).success
+    except Exception:  # noqa: BLE001 - scoring proper reports it; here it only means "probe"
+        return False

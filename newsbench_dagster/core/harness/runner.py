@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import hashlib
 import shutil
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, date, datetime
 from typing import Any
 
@@ -37,7 +37,14 @@ from newsbench_dagster.core.harness.failures import (
     first_line,
     outcome_failure,
 )
-from newsbench_dagster.core.harness.guard import Pacer, RequestGuard, RunListeners, task_recording
+from newsbench_dagster.core.harness.guard import (
+    Pacer,
+    RequestGuard,
+    RunListeners,
+    guarded_urls,
+    task_recording,
+    unguarded_urls,
+)
 from newsbench_dagster.core.harness.observe import observe_within
 from newsbench_dagster.core.harness.probes import Prober
 from newsbench_dagster.core.harness.profiles import ProfileCatalog, load_profiles
@@ -48,6 +55,7 @@ from newsbench_dagster.core.harness.settings import (
 )
 from newsbench_dagster.core.harness.state import RunState, new_row, task_id_of, world_scope
 from newsbench_dagster.core.replay.replayer import RecordingError
+from newsbench_dagster.core.scoring.checkers import Evidence
 from newsbench_dagster.core.scoring.failures import EnvFailure
 from newsbench_dagster.core.tasks.contract import validation_errors
 from newsbench_dagster.core.web.network import RobotsRules
@@ -89,6 +97,9 @@ class Runner:
         self._prober = Prober(self.settings, options, robots, self._pacer)
         self._capture = RunCapture(store, self.settings)
         self._capture_client: httpx.AsyncClient | None = None  # recording live runs
+        # The world's event log is asked once per run: one client per batch (a new client
+        # costs ~40 ms, measured, about a tenth of a run on the newsroom).
+        self._events_client: httpx.AsyncClient | None = None
 
     # -- the batch --------------------------------------------------------------------------
     async def run(
@@ -100,11 +111,17 @@ class Runner:
             self._capture_client = httpx.AsyncClient(
                 proxy=self.options.routing.proxy, trust_env=False, timeout=30
             )
+        if self.options.routing.events_url:
+            self._events_client = httpx.AsyncClient(trust_env=False, timeout=5)
         async with async_playwright() as pw:
 
             async def one(job):
+                # The pool bounds the runs in a browser; a run's tail (the world's log of it,
+                # its row written) overlaps the next run instead of holding its place.
                 async with sem:
-                    row = await self._run_one(pw, *job, day=day)
+                    row, tail = await self._run_one(pw, *job, day=day)
+                if tail is not None:
+                    row = await tail()
                 if progress:
                     progress(row)
                 return row
@@ -114,9 +131,10 @@ class Runner:
             finally:
                 self._prober.pool.clear()  # its pages go with the browser
                 await self._browsers.close()
-                if self._capture_client is not None:
-                    await self._capture_client.aclose()
-                    self._capture_client = None
+                for client in (self._capture_client, self._events_client):
+                    if client is not None:
+                        await client.aclose()
+                self._capture_client = self._events_client = None
         return sorted(rows, key=lambda r: r["run_id"])
 
     def schedule(self, tasks: Sequence[dict]) -> list[tuple[dict, Agent, int]]:
@@ -133,13 +151,17 @@ class Runner:
         return jobs
 
     # -- one run ----------------------------------------------------------------------------
-    async def _run_one(self, pw, task: dict, agent: Agent, trial: int, day: date) -> dict:
+    async def _run_one(
+        self, pw, task: dict, agent: Agent, trial: int, day: date
+    ) -> tuple[dict, Callable[[], Awaitable[dict]] | None]:
+        """The run in its browser, up to cleanup: its row, and the rest of it (what needs no
+        browser: the world's log of the run, the row written), or None when the row is done."""
         version, settings = agent.manifest.agent_version, self.settings
         run_id = run_id_for(task_id_of(task), version, trial, settings.namespace, settings.attempt)
         row = new_row(task, agent, trial, day, run_id, datetime.now(UTC))
         state = self._admit(task, row)
         if state is None:
-            return self._capture.finish(row, task)
+            return self._capture.finish(row, task), None
         ended_early: dict | None = None
         try:
             ended_early = await self._attend(pw, task, agent, row, state)
@@ -150,9 +172,13 @@ class Runner:
         finally:
             await self._clean_up(agent, task, row, state)
         if ended_early is not None:
-            return ended_early
-        await self._world_events(row)
-        return self._capture.finish(row, task, state, state.tools)
+            return ended_early, None
+
+        async def tail() -> dict:
+            await self._world_events(row)
+            return self._capture.finish(row, task, state, state.tools)
+
+        return row, tail
 
     def _admit(self, task: Any, row: dict) -> RunState | None:
         """The run's state for a task the harness can run (valid, its profile resolvable, the
@@ -233,8 +259,9 @@ class Runner:
         guard = RequestGuard(
             task, state, self.robots, self._pacer, self.settings.record, self._capture_client
         )
-        await context.route("**/*", guard)
-        RunListeners(state, set(task["allowed_origins"]), profile).attach(context)
+        unguarded = unguarded_urls(task, state, self.robots, self._pacer, self.settings.record)
+        await context.route(guarded_urls(unguarded), guard)
+        RunListeners(state, set(task["allowed_origins"]), profile, unguarded).attach(context)
         page = state.page = context.pages[0] if context.pages else await context.new_page()
         await profile.apply(page)
         if state.cdp is not None:
@@ -267,7 +294,9 @@ class Runner:
             row.update(env_failed(*failure))
             await self._capture.artifacts(state.context, state.page, row, task, state, None)
             return None
-        entry_obs = await observe_within(state.page, self.settings.observe_timeout_s)
+        entry_obs = await observe_within(
+            state.page, self.settings.observe_timeout_s, state.readings
+        )
         if entry_obs is None:
             row.update(
                 env_failed(EnvFailure.ORACLE_UNAVAILABLE, "could not observe the entry page")
@@ -287,6 +316,7 @@ class Runner:
             max_tokens=constraints.get("max_tokens", DEFAULT_MAX_TOKENS),
             max_bytes=constraints.get("max_bytes", self.settings.default_max_bytes),
             bytes_used=state.agent_bytes,
+            readings=state.readings,
         )
         tools.cdp_url = state.cdp.url if state.cdp is not None else None
         tools.run_id = row["run_id"]
@@ -370,13 +400,23 @@ class Runner:
         tools = state.tools
         final_page = _final_page(tools, state.page, state.context)
         timeout = self.settings.observe_timeout_s
-        final_obs = await observe_within(final_page, timeout) if final_page else None
-        row["observation"] = {"entry": entry_obs, "final": final_obs, "probes": probes}
+        final_obs = (
+            await observe_within(final_page, timeout, state.readings, tools.actions)
+            if final_page
+            else None
+        )
+        row["observation"] = {
+            "entry": entry_obs,
+            "final": final_obs,
+            "probes": probes,
+            # What the run's reading cost: DOM reads a later read reused (nothing done to the
+            # page in between), and documents parsed once for two readers.
+            "reads": {"reused": state.readings.reused, "parsed_once": state.readings.hits},
+        }
         if final_obs is not None:
             answer = tools.trajectory.answers[-1].value if tools.trajectory.answers else None
-            probes += await self._prober.probe(
-                state.probe_browser, task, row, "after", final_obs, answer
-            )
+            seen = Evidence(entry=entry_obs, final=final_obs, probes=list(probes), task=task)
+            probes += await self._prober.after(state.probe_browser, task, row, seen, answer)
         row.update(outcome_failure(status, error, final_obs, tools.trajectory.site_errors))
         await self._capture.artifacts(state.context, final_page, row, task, state, tools)
 
@@ -407,13 +447,16 @@ class Runner:
         url = template.format(scope=world_scope(row))
         obs = row["observation"] = row.get("observation") or {}
         obs["world_scope"] = world_scope(row)
+        client = self._events_client or httpx.AsyncClient(trust_env=False, timeout=5)
         try:
-            async with httpx.AsyncClient(trust_env=False, timeout=5) as client:
-                response = await client.get(url)
-                response.raise_for_status()
-                obs["world_events"] = response.json()["events"]
+            response = await client.get(url)
+            response.raise_for_status()
+            obs["world_events"] = response.json()["events"]
         except (httpx.HTTPError, ValueError, KeyError, TypeError) as e:
             obs["world_events_error"] = f"{type(e).__name__}: {e}"
+        finally:
+            if client is not self._events_client:
+                await client.aclose()
 
 
 async def _target_id(context: BrowserContext, page: Page) -> str:

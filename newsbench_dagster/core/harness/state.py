@@ -16,6 +16,7 @@ from playwright.async_api import Browser, BrowserContext, Page, Request
 from newsbench_dagster.core.agents.protocol import Agent
 from newsbench_dagster.core.agents.tools import BrowserTools
 from newsbench_dagster.core.harness.cdp_guard import CdpGuard
+from newsbench_dagster.core.reading.readings import Readings
 from newsbench_dagster.core.replay.replayer import Recording, ReplaySession
 from newsbench_dagster.core.web.network import RequestRecord
 
@@ -44,6 +45,8 @@ class RunState:
     tools: BrowserTools | None = None
     cdp: CdpGuard | None = None  # a CDP agent's guard, and its Chromium's profile dir
     own_dir: str | None = None
+    # The pages read in this run (the harness's observations, the agent's read_page).
+    readings: Readings = field(default_factory=Readings)
 
     def agent_bytes(self) -> int:
         return sum(r.bytes for r in self.requests if r.actor == "agent" and r.fetched)

@@ -7,6 +7,7 @@ proxy and no other host resolves; against the real web there is no proxy.
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -345,6 +346,29 @@ class RobotsRules:
 
     def reachable(self, origin: str) -> bool:
         return self._rules.get(origin) is not None
+
+    def disallowed_prefixes(self, origin: str) -> tuple[str, ...] | None:
+        """Plain path prefixes covering everything robots.txt refuses our user agent at
+        `origin`: each Disallow rule cut at its first `*`, `$` or percent escape (so any URL
+        without a percent escape that a rule could refuse starts with one). None when not
+        known: no robots.txt, or a protego whose rule sets are not laid out as read here."""
+        rules = self._rules.get(origin)
+        if rules is None:
+            return None
+        try:
+            found = rules._get_matching_rule_set(self.user_agent)  # noqa: SLF001
+            patterns = (
+                []
+                if found is None
+                else [
+                    r.value._pattern  # noqa: SLF001
+                    for r in found._rules  # noqa: SLF001
+                    if r.field == "disallow"
+                ]
+            )
+        except AttributeError:
+            return None
+        return tuple(sorted({re.split(r"[*$%]", p, maxsplit=1)[0] for p in patterns}))
 
     def crawl_delay(self, origin: str) -> float:
         """robots.txt's Crawl-delay for our user agent, in seconds (0 when none)."""
