@@ -12,4 +12,5 @@ DATA_DIR = PROJECT_ROOT / "data"
 WAREHOUSE_FILE = DATA_DIR / "warehouse.duckdb"
 DAGSTER_HOME = PROJECT_ROOT / "dagster_home"
 ARTIFACTS_DIR = DATA_DIR / "artifacts"
+LOG_DIR = DATA_DIR / "logs"  # the long commands' progress, one line per step
 SUITES_DIR = PROJECT_ROOT / "suites"

@@ -8,8 +8,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 import warnings
-from datetime import date, datetime, timedelta
+from contextlib import contextmanager
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Annotated
 
@@ -29,7 +31,7 @@ from newsbench_dagster.cli.common import (
     running_newsroom,
     today,
 )
-from newsbench_dagster.paths import DAGSTER_HOME, PROJECT_ROOT, WAREHOUSE_FILE
+from newsbench_dagster.paths import DAGSTER_HOME, LOG_DIR, PROJECT_ROOT, WAREHOUSE_FILE
 
 
 def _instance():
@@ -58,15 +60,20 @@ def materialize(days: list[date], sites: list[str], port: int, *, with_kpis: boo
     site_job = defs.resolve_job_def("site_day_job")
     kpi_job = defs.resolve_job_def("kpi_job")
     ok = True
+    log = StepLog(LOG_DIR / "materialize.log")
+    err.print(f"progress is logged to {log.path}")
     with progress() as bar:
         steps = bar.add_task("evaluating", total=len(days) * (len(sites) + int(with_kpis)))
         for day in days:
             for site in sites:
-                bar.update(steps, description=f"{day} {site}: feed → tasks → runs → scores")
+                what = f"{day} {site}: feed → tasks → runs → scores"
+                bar.update(steps, description=what)
                 key = MultiPartitionKey({"site": site, "day": day.isoformat()})
-                result = site_job.execute_in_process(
-                    partition_key=key, instance=instance, run_config=quiet, raise_on_error=False
-                )
+                with log.step(what) as done:
+                    result = site_job.execute_in_process(
+                        partition_key=key, instance=instance, run_config=quiet, raise_on_error=False
+                    )
+                    done(result.success, result.run_id)
                 if not result.success:
                     ok = False
                     err.print(
@@ -76,15 +83,46 @@ def materialize(days: list[date], sites: list[str], port: int, *, with_kpis: boo
                 bar.advance(steps)
             if with_kpis:
                 bar.update(steps, description=f"{day}: KPI rollup")
-                result = kpi_job.execute_in_process(
-                    partition_key=day.isoformat(),
-                    instance=instance,
-                    run_config=quiet,
-                    raise_on_error=False,
-                )
+                with log.step(f"{day}: KPI rollup") as done:
+                    result = kpi_job.execute_in_process(
+                        partition_key=day.isoformat(),
+                        instance=instance,
+                        run_config=quiet,
+                        raise_on_error=False,
+                    )
+                    done(result.success, result.run_id)
                 ok = ok and result.success
                 bar.advance(steps)
+    log.line(f"all done: {'ok' if ok else 'FAILED'}")
     return ok
+
+
+class StepLog:
+    """A long command's progress in a file, one line per step with its outcome and time, so
+    it can be followed (`tail -f`) and read after a crash, not only on a terminal."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+
+    def line(self, text: str) -> None:
+        stamp = datetime.now(UTC).isoformat(timespec="seconds")
+        with self.path.open("a", encoding="utf-8") as f:
+            f.write(f"{stamp} {text}\n")
+
+    @contextmanager
+    def step(self, what: str):
+        started = time.monotonic()
+        self.line(f"start {what}")
+        outcome: list = []
+        try:
+            yield lambda success, run_id: outcome.extend([success, run_id])
+        except BaseException as e:
+            self.line(f"crash {what}: {type(e).__name__}: {e}")
+            raise
+        seconds = time.monotonic() - started
+        success, run_id = outcome or (False, None)
+        self.line(f"{'ok' if success else 'FAILED'} {what} in {seconds:.1f}s (run {run_id})")
 
 
 def print_kpis(day: date, database: Path = WAREHOUSE_FILE) -> None:

@@ -79,3 +79,25 @@ def test_inspect_imports_neither_the_gate_nor_a_browser_nor_dagster(tmp_path):
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert '"headline": "First story"' in done.stdout
     assert done.stdout.rstrip().endswith("loaded: []"), done.stdout
+
+
+def test_help_of_every_command_imports_neither_dagster_nor_a_browser_nor_pandas():
+    import subprocess
+    import sys
+
+    from newsbench_dagster.cli import COMMANDS
+
+    probe = (
+        "import sys\n"
+        "from newsbench_dagster.cli import main\n"
+        f"for argv in [[], *[[c] for c in {sorted(COMMANDS)!r}]]:\n"
+        "    sys.argv = ['newsbench', *argv, '--help']\n"
+        "    try:\n        main()\n    except SystemExit as e:\n"
+        "        assert not e.code, (argv, e.code)\n"
+        "heavy = ('dagster', 'playwright', 'pandas', 'duckdb')\n"
+        "print('loaded:', sorted(m for m in heavy if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "Usage: newsbench" in done.stdout
+    assert done.stdout.rstrip().endswith("loaded: []"), done.stdout[-500:]
