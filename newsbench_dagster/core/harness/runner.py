@@ -116,8 +116,8 @@ class Runner:
         async with async_playwright() as pw:
 
             async def one(job):
-                # The pool bounds the runs in a browser; a run's tail (the world's log of it,
-                # its row written) overlaps the next run instead of holding its place.
+                # The pool bounds the runs at work in a browser; a run's tail (its context
+                # closed, the world's log of it, its row written) overlaps the next run.
                 async with sem:
                     row, tail = await self._run_one(pw, *job, day=day)
                 if tail is not None:
@@ -154,8 +154,8 @@ class Runner:
     async def _run_one(
         self, pw, task: dict, agent: Agent, trial: int, day: date
     ) -> tuple[dict, Callable[[], Awaitable[dict]] | None]:
-        """The run in its browser, up to cleanup: its row, and the rest of it (what needs no
-        browser: the world's log of the run, the row written), or None when the row is done."""
+        """The run in its browser, up to cleanup: its row, and the rest of it (cleanup, the
+        world's log of the run, the row written), or None when the row is done."""
         version, settings = agent.manifest.agent_version, self.settings
         run_id = run_id_for(task_id_of(task), version, trial, settings.namespace, settings.attempt)
         row = new_row(task, agent, trial, day, run_id, datetime.now(UTC))
@@ -169,12 +169,16 @@ class Runner:
             row.update(crash_failure(e, state))
         except Exception as e:  # a harness bug must not be blamed on the agent
             row.update(env_failed(EnvFailure.HARNESS_ERROR, f"{type(e).__name__}: {e}"))
-        finally:
+        except BaseException:  # cancelled: clean up now, there will be no tail
             await self._clean_up(agent, task, row, state)
-        if ended_early is not None:
-            return ended_early, None
+            raise
 
+        # Everything was observed and captured: closing the context, asking the world what the
+        # run did and writing the row need the pool's place no longer.
         async def tail() -> dict:
+            await self._clean_up(agent, task, row, state)
+            if ended_early is not None:
+                return ended_early
             await self._world_events(row)
             return self._capture.finish(row, task, state, state.tools)
 
