@@ -29,7 +29,7 @@ from playwright.async_api import Error as PlaywrightError
 from newsbench_dagster.core.agents.actions import NAVIGATION_TIMEOUT_MS, PageActions
 from newsbench_dagster.core.agents.targets import Target
 from newsbench_dagster.core.agents.trajectory import Answer, ToolStep, Trajectory, truncate_utf8
-from newsbench_dagster.core.harness.observe import read_dom
+from newsbench_dagster.core.harness.observe import current_read
 from newsbench_dagster.core.reading.metadata import parse_jsonld
 from newsbench_dagster.core.reading.readings import Readings
 
@@ -211,12 +211,7 @@ class BrowserTools(PageActions):
         """The active tab's metadata and document: the run's last read of it when nothing was
         done to it since and it is fresh (the harness's entry observation, an earlier read),
         else read now and kept."""
-        page, actions = self.page, self.actions
-        raw = self.readings.fresh(page, page.url, actions, for_agent=True)
-        if raw is None:
-            raw = await read_dom(page)
-            self.readings.keep(page, raw, actions, by_agent=True)
-        return raw
+        return await current_read(self.page, self.readings, self.actions, by_agent=True)
 
     async def links(self, text: str | None = None) -> dict:
         """The page's links (text and URL) in document order; with `text`, only links with

@@ -115,6 +115,29 @@ def har_entry(request: Request, state: RunState, **fields: Any) -> dict:
     }
 
 
+def _on_record(request: Request, state: RunState) -> None:
+    """An allowed request of the agent's, in the run's request log."""
+    state.requests.append(
+        RequestRecord(
+            request.url,
+            origin_of(request.url),
+            True,
+            True,
+            True,
+            None,
+            actor="agent",
+            method=request.method,
+        )
+    )
+
+
+def _har_opened(request: Request, state: RunState) -> None:
+    """An allowed request's HAR-lite entry, its response still to come."""
+    state.har[request] = har_entry(
+        request, state, wall=round(time.time(), 3), status=None, bytes=0, duration_ms=None
+    )
+
+
 class RequestGuard:
     """The route handler of one run's context."""
 
@@ -152,19 +175,13 @@ class RequestGuard:
 
     async def _allow(self, route: Route, origin: str) -> None:
         request, state = route.request, self.state
-        state.requests.append(
-            RequestRecord(
-                request.url, origin, True, True, True, None, actor="agent", method=request.method
-            )
-        )
+        _on_record(request, state)
         if request.resource_type == "document":
             # A recording has no rate limit to respect.
             waited = await self.pacer.wait(origin, state.replay is not None)
             if waited > 0.05:
                 state.lifecycle.append({"kind": "paced", "origin": origin, "s": waited})
-        state.har[request] = har_entry(
-            request, state, wall=round(time.time(), 3), status=None, bytes=0, duration_ms=None
-        )
+        _har_opened(request, state)
         if state.replay is not None:
             await state.replay.answer(route)  # from the recording, never the network
         elif self.record is not None and self.capture_client is not None:
@@ -251,22 +268,8 @@ class RunListeners:
 
     def _allowed_unseen(self, req: Request) -> None:
         """A request the guard let through without its handler, on the record as it keeps one."""
-        state = self.state
-        state.requests.append(
-            RequestRecord(
-                req.url,
-                origin_of(req.url),
-                True,
-                True,
-                True,
-                None,
-                actor="agent",
-                method=req.method,
-            )
-        )
-        state.har[req] = har_entry(
-            req, state, wall=round(time.time(), 3), status=None, bytes=0, duration_ms=None
-        )
+        _on_record(req, self.state)
+        _har_opened(req, self.state)
 
     def on_response(self, resp) -> None:
         size = int(resp.headers.get("content-length") or 0)

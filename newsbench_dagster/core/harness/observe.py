@@ -36,18 +36,28 @@ async def read_dom(page: Page) -> dict:
     return read
 
 
+async def current_read(page: Page, readings: Readings, actions: int, *, by_agent: bool) -> dict:
+    """The run's last read of `page` while it still stands (`Readings.fresh`), else a new
+    one, kept. The harness's final look takes only a read the agent's tools took; the agent's
+    tools take any, and it counts as theirs from then on."""
+    raw = readings.fresh(page, page.url, actions, agents_only=not by_agent, for_agent=by_agent)
+    if raw is None:
+        raw = await read_dom(page)
+        readings.keep(page, raw, actions, by_agent=by_agent)
+    return raw
+
+
 async def observe(page: Page, readings: Readings | None = None, actions: int | None = None) -> dict:
     """The page as the harness sees it now. With `actions` (the run's page-changing steps so
     far), the agent's last read of this page through its tools stands in when nothing was done
     to it since and it is fresh (`Readings.fresh`); its `observed_at` is then that read's
     time."""
-    raw = None
     if readings is not None and actions is not None:
-        raw = readings.fresh(page, page.url, actions, agents_only=True)
-    if raw is None:
+        raw = await current_read(page, readings, actions, by_agent=False)
+    else:  # a first look: always read now
         raw = await read_dom(page)
         if readings is not None:
-            readings.keep(page, raw, actions or 0)
+            readings.keep(page, raw, 0)
     nodes, errors = parse_jsonld(raw.pop("jsonld"))
     raw["jsonld"] = nodes
     raw["jsonld_errors"] = errors
