@@ -21,6 +21,7 @@ from sqlglot.errors import ErrorLevel, ParseError
 
 from newsbench_dagster.core.analytics import tables
 from newsbench_dagster.core.analytics.stats import MIN_TASKS
+from newsbench_dagster.core.analytics.warehouse import reading
 
 # Shipped with the package (an installed newsbench has them too), next to this module.
 SQL_DIR = Path(__file__).with_name("sql")
@@ -156,9 +157,7 @@ def run_view(
     warehouse_path: str | Path, name: str, params: dict[str, Any] | None = None
 ) -> pd.DataFrame:
     """Run `sql/<name>.sql` on the DuckDB warehouse file, read-only (for the CLI)."""
-    import duckdb
-
-    with duckdb.connect(str(warehouse_path), read_only=True) as conn:
+    with reading(warehouse_path) as conn:
         return run_on_duckdb(conn, name, params)
 
 

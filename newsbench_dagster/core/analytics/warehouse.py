@@ -4,10 +4,13 @@ only, and an absent warehouse or table is a clear error, never an empty answer."
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import date, datetime
 from pathlib import Path
 
 from newsbench_dagster.core.analytics import tables
+from newsbench_dagster.core.analytics.warehouse_lock import warehouse_turn
 from newsbench_dagster.core.errors import NewsbenchError
 
 SCHEMA = "newsbench"  # the DuckDB schema / BigQuery dataset of every table
@@ -17,19 +20,26 @@ class WarehouseError(NewsbenchError):
     """The warehouse file or one of its tables is not there (yet)."""
 
 
-def _connect(database: str | Path):
+@contextmanager
+def reading(database: str | Path) -> Iterator:
+    """A read-only connection, taken in turn with the pipeline's writers (`warehouse_lock`),
+    so a read while runs write waits for a write to finish instead of failing."""
     import duckdb
 
     if not Path(database).exists():
         raise WarehouseError(f"{database}: no warehouse yet")
-    return duckdb.connect(str(database), read_only=True)
+    with (
+        warehouse_turn(database, shared=True),
+        duckdb.connect(str(database), read_only=True) as con,
+    ):
+        yield con
 
 
 def _rows(database: str | Path, table: str, where: str, params: list) -> list[dict]:
     """Rows of a declared table as `core.analytics.tables.records` gives them (JSON parsed)."""
     import duckdb
 
-    with _connect(database) as con:
+    with reading(database) as con:
         try:
             df = con.execute(f"SELECT * FROM {SCHEMA}.{table} WHERE {where}", params).df()
         except duckdb.CatalogException as e:
