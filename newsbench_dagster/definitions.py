@@ -20,7 +20,6 @@ from newsbench_dagster.resources import (
     ReleaseResource,
     SiteRegistryResource,
     TaskSetResource,
-    bigquery_warehouse,
     duckdb_warehouse,
 )
 
@@ -40,7 +39,8 @@ SENSORS = [x for d in _FOUND for x in d.sensors or []]
 
 # Resources per deployment. `local`: the embedded world (the newsroom, system Chromium, a
 # DuckDB file, a local artifact folder). `production`: real sites from sites.yaml (newsroom
-# off), BigQuery, with project and key read from the environment at run time.
+# off), BigQuery, with project and key read from the environment at run time. Built when a
+# deployment is chosen: BigQuery's libraries take seconds to import, which `local` never pays.
 RESOURCES_LOCAL = {
     "io_manager": duckdb_warehouse(),
     "newsroom": NewsroomResource(),
@@ -51,17 +51,22 @@ RESOURCES_LOCAL = {
     "tasks": TaskSetResource(),
     "release": ReleaseResource(),
 }
-RESOURCES = {
-    "local": RESOURCES_LOCAL,
-    "production": {
+
+
+def _production_resources() -> dict:
+    from newsbench_dagster.resources.bigquery import bigquery_warehouse
+
+    return {
         **RESOURCES_LOCAL,
         "newsroom": NewsroomResource(enabled=False),
         "io_manager": bigquery_warehouse(
             project=EnvVar("NEWSBENCH_BQ_PROJECT"),
             gcp_credentials=EnvVar("NEWSBENCH_GCP_CREDENTIALS"),
         ),
-    },
-}
+    }
+
+
+RESOURCES = {"local": lambda: RESOURCES_LOCAL, "production": _production_resources}
 
 
 def build_definitions(resources: dict) -> Definitions:
@@ -77,10 +82,10 @@ def build_definitions(resources: dict) -> Definitions:
     )
 
 
-defs = build_definitions(RESOURCES["local"])
+defs = build_definitions(RESOURCES["local"]())
 
 
 def production() -> Definitions:
     """The deployed variant: real sites (no newsroom), BigQuery. Point a workspace at
     `newsbench_dagster.definitions:production`; secrets come from the environment at run time."""
-    return build_definitions(RESOURCES["production"])
+    return build_definitions(RESOURCES["production"]())

@@ -8,11 +8,7 @@ from newsbench_dagster.resources.newsroom import NewsroomResource
 from newsbench_dagster.resources.registry import AgentRegistryResource, SiteRegistryResource
 from newsbench_dagster.resources.release import ReleaseResource
 from newsbench_dagster.resources.tasks import TaskSetResource
-from newsbench_dagster.resources.warehouse import (
-    DuckDBWarehouse,
-    bigquery_warehouse,
-    duckdb_warehouse,
-)
+from newsbench_dagster.resources.warehouse import DuckDBWarehouse, duckdb_warehouse
 
 __all__ = [
     "ArtifactStoreResource",
@@ -23,6 +19,5 @@ __all__ = [
     "ReleaseResource",
     "TaskSetResource",
     "DuckDBWarehouse",
-    "bigquery_warehouse",
     "duckdb_warehouse",
 ]

@@ -36,14 +36,13 @@ from newsbench_dagster.core.analytics.analyst_sql import (
 from newsbench_dagster.core.analytics.kpis import rollup
 from newsbench_dagster.core.release.sequential import MARGIN, task_differences
 from newsbench_dagster.definitions import ASSETS, RESOURCES_LOCAL
-from newsbench_dagster.resources.warehouse import (
-    DATASET,
+from newsbench_dagster.resources.bigquery import (
     BigQueryWarehouse,
     DeclaredSchemaBigQueryTypeHandler,
-    duckdb_warehouse,
     load_job_config,
     normalize_loaded,
 )
+from newsbench_dagster.resources.warehouse import DATASET, duckdb_warehouse
 
 # The screen reads a site as regressed where the sequential gate turns from pass to block.
 SCREEN = MARGIN / 2
