@@ -9,7 +9,6 @@ import os
 import subprocess
 import sys
 import time
-import warnings
 from contextlib import contextmanager
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -34,65 +33,51 @@ from newsbench_dagster.cli.common import (
 from newsbench_dagster.paths import DAGSTER_HOME, LOG_DIR, PROJECT_ROOT, WAREHOUSE_FILE
 
 
-def _instance():
-    os.environ.setdefault("DAGSTER_HOME", str(DAGSTER_HOME))
-    Path(os.environ["DAGSTER_HOME"]).mkdir(parents=True, exist_ok=True)
-    from dagster import BetaWarning, DagsterInstance, PreviewWarning
-
-    # The APIs we rely on are marked beta/preview; say so once in the docs, not on every run.
-    warnings.filterwarnings("ignore", category=BetaWarning)
-    warnings.filterwarnings("ignore", category=PreviewWarning)
-    return DagsterInstance.get()
-
-
-def materialize(days: list[date], sites: list[str], port: int, *, with_kpis: bool = True) -> bool:
+def materialize(
+    days: list[date],
+    sites: list[str],
+    port: int,
+    *,
+    with_kpis: bool = True,
+    workers: int = 1,
+    resources: dict | None = None,
+    log_path: Path = LOG_DIR / "materialize.log",
+) -> bool:
     """One Dagster run per site and day (recorded in the local instance, so the UI shows
-    them), then the KPI rollup per day. Returns whether every run succeeded."""
-    from dagster import MultiPartitionKey
+    them), `workers` at a time (`cli.fanout`), then each day's KPI rollup once its sites are
+    done; `resources` overrides resource config. Returns whether every run succeeded."""
+    from newsbench_dagster.cli import fanout
 
-    instance = _instance()
-    from newsbench_dagster.definitions import defs
-
-    quiet = {
-        "loggers": {"console": {"config": {"log_level": "WARNING"}}},
-        "resources": {"newsroom": {"config": {"port": port}}},
-    }
-    site_job = defs.resolve_job_def("site_day_job")
-    kpi_job = defs.resolve_job_def("kpi_job")
     ok = True
-    log = StepLog(LOG_DIR / "materialize.log")
+    config = fanout.run_config(port, resources)
+    log = StepLog(log_path)
     err.print(f"progress is logged to {log.path}")
-    with progress() as bar:
+    with progress() as bar, fanout.workers(workers) as pool:
         steps = bar.add_task("evaluating", total=len(days) * (len(sites) + int(with_kpis)))
+
+        def done(partition: fanout.Partition, success: bool, run_id: str | None) -> None:
+            if not success:
+                err.print(
+                    f"[red]{partition.what} failed[/] (run {run_id}); "
+                    "see the Dagster UI for the step that failed"
+                )
+            bar.advance(steps)
+
         for day in days:
-            for site in sites:
-                what = f"{day} {site}: feed → tasks → runs → scores"
-                bar.update(steps, description=what)
-                key = MultiPartitionKey({"site": site, "day": day.isoformat()})
-                with log.step(what) as done:
-                    result = site_job.execute_in_process(
-                        partition_key=key, instance=instance, run_config=quiet, raise_on_error=False
-                    )
-                    done(result.success, result.run_id)
-                if not result.success:
-                    ok = False
-                    err.print(
-                        f"[red]run for {site} {day} failed[/] (run {result.run_id}); "
-                        "see the Dagster UI for the step that failed"
-                    )
-                bar.advance(steps)
+            bar.update(steps, description=f"{day}: {', '.join(sites)}")
+            runs = [
+                fanout.Partition(
+                    "site_day_job",
+                    {"site": site, "day": day.isoformat()},
+                    f"{day} {site}: feed → tasks → runs → scores",
+                )
+                for site in sites
+            ]
+            ok = fanout.run_all(pool, runs, config, log.path, done) and ok
             if with_kpis:
                 bar.update(steps, description=f"{day}: KPI rollup")
-                with log.step(f"{day}: KPI rollup") as done:
-                    result = kpi_job.execute_in_process(
-                        partition_key=day.isoformat(),
-                        instance=instance,
-                        run_config=quiet,
-                        raise_on_error=False,
-                    )
-                    done(result.success, result.run_id)
-                ok = ok and result.success
-                bar.advance(steps)
+                rollup = fanout.Partition("kpi_job", day.isoformat(), f"{day}: KPI rollup")
+                ok = fanout.run_all(pool, [rollup], config, log.path, done) and ok
     log.line(f"all done: {'ok' if ok else 'FAILED'}")
     return ok
 
@@ -208,6 +193,16 @@ def _serve_ui() -> None:
         signal.signal(signal.SIGTERM, previous)
 
 
+WorkersOption = Annotated[
+    int,
+    typer.Option(
+        min=1,
+        help="Partitions evaluated at once, each a Dagster run in its own worker process "
+        "(1: one after the other, in this process).",
+    ),
+]
+
+
 def demo(
     no_ui: Annotated[
         bool,
@@ -218,6 +213,7 @@ def demo(
     day: Annotated[str | None, typer.Option(help="Day to evaluate (default: today, UTC).")] = None,
     port: PortOption = DEFAULT_PORT,
     at: AtOption = None,
+    workers: WorkersOption = 2,
 ) -> None:
     """Evaluate every site for a day, print the KPI table, open the Dagster UI.
 
@@ -231,7 +227,7 @@ def demo(
     the_day = date.fromisoformat(day) if day else day_of(frozen)
     started = datetime.now()
     with running_newsroom(port, frozen):
-        ok = materialize([the_day], SITE_KEYS, port)
+        ok = materialize([the_day], SITE_KEYS, port, workers=workers)
         print_kpis(the_day)
         err.print(f"done in {(datetime.now() - started).total_seconds():.1f}s")
         if not ok:
@@ -246,6 +242,7 @@ def backfill(
     start: Annotated[str, typer.Option(help="First day, YYYY-MM-DD.")],
     end: Annotated[str, typer.Option(help="Last day, YYYY-MM-DD (inclusive).")],
     port: PortOption = DEFAULT_PORT,
+    workers: WorkersOption = 2,
 ) -> None:
     """Evaluate sites over a range of days (one Dagster run per site and day).
 
@@ -262,7 +259,7 @@ def backfill(
         fail(f"--end {end} is before --start {start}")
     days = [first + timedelta(days=i) for i in range((last - first).days + 1)]
     with running_newsroom(port):
-        ok = materialize(days, site, port)
+        ok = materialize(days, site, port, workers=workers)
     for d in days:
         print_kpis(d)
     if not ok:

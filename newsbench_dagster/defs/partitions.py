@@ -34,6 +34,10 @@ SITE_DAY_EXPR = {"site": "site", "day": "day"}
 agent_version_partitions = DynamicPartitionsDefinition(name="agent_version")
 CANDIDATE_EXPR = "candidate_version"
 
+# Steps that drive Chromium claim a slot of this Dagster concurrency pool: parallel runs open
+# no more browsers than the instance's limit (`dagster_home/dagster.yaml`, `pools`).
+BROWSER_POOL = "browser"
+
 _KINDS = {"python", "duckdb"}
 site_day_asset = partial(
     asset,

@@ -9,7 +9,7 @@ from newsbench_dagster.core.harness.build import build_runner
 from newsbench_dagster.core.harness.runner import run_tasks
 from newsbench_dagster.core.scoring.score import score_safely
 from newsbench_dagster.core.scoring.witness import AMBIGUOUS, apply_witness
-from newsbench_dagster.defs.partitions import partition_of, site_day_asset
+from newsbench_dagster.defs.partitions import BROWSER_POOL, partition_of, site_day_asset
 from newsbench_dagster.defs.progress import RunLog
 from newsbench_dagster.resources import (
     AgentRegistryResource,
@@ -20,7 +20,7 @@ from newsbench_dagster.resources import (
 )
 
 
-@site_day_asset(kinds={"python", "duckdb", "chromium"})
+@site_day_asset(kinds={"python", "duckdb", "chromium"}, pool=BROWSER_POOL)
 def agent_runs(
     context: AssetExecutionContext,
     news_tasks: pd.DataFrame,

@@ -17,7 +17,7 @@ from newsbench_dagster.core.release.evaluate import (
 )
 from newsbench_dagster.core.release.looks import run_release
 from newsbench_dagster.core.release.plan import plan_task_set, task_set_key
-from newsbench_dagster.defs.partitions import candidate_asset
+from newsbench_dagster.defs.partitions import BROWSER_POOL, candidate_asset
 from newsbench_dagster.defs.progress import RunLog
 from newsbench_dagster.resources import (
     AgentRegistryResource,
@@ -54,7 +54,9 @@ def _saved_task_set(artifacts: ArtifactStoreResource, version: str) -> dict:
 
 # Held-out tasks are drawn from the recent days of every site; drifted sites are marked.
 @candidate_asset(
-    kinds={"python", "duckdb", "chromium"}, ins={"news_tasks": _ALL, "site_drift": _ALL}
+    kinds={"python", "duckdb", "chromium"},
+    ins={"news_tasks": _ALL, "site_drift": _ALL},
+    pool=BROWSER_POOL,
 )
 def candidate_runs(
     context: AssetExecutionContext,

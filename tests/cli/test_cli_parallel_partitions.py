@@ -1,0 +1,109 @@
+"""Site partitions evaluated at once (`newsbench demo` / `backfill --workers 2`): real Dagster
+runs in two worker processes, real Chromium, one real DuckDB file they take turns on."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import duckdb
+import pytest
+from dagster import DagsterEventType, DagsterInstance
+
+from newsbench_dagster.cli.pipeline import materialize
+from newsbench_dagster.newsroom.clock import FixedClock
+
+pytestmark = pytest.mark.heavy(45)
+
+SITES = ["harbor", "lac"]
+INSTANCE_YAML = """\
+concurrency:
+  pools:
+    default_limit: 2
+telemetry:
+  enabled: false
+"""
+
+
+def _query(db, sql: str):
+    with duckdb.connect(str(db), read_only=True) as con:
+        return con.execute(sql).fetchall()
+
+
+def _browser_steps(instance: DagsterInstance) -> list[tuple[float, float]]:
+    """(start, end) of every agent_runs step the instance recorded."""
+    spans = []
+    for run in instance.get_runs():
+        start = end = None
+        for entry in instance.all_logs(run.run_id):
+            event = entry.dagster_event
+            if event is None or event.step_key != "agent_runs":
+                continue
+            if event.event_type == DagsterEventType.STEP_START:
+                start = entry.timestamp
+            elif event.event_type == DagsterEventType.STEP_SUCCESS:
+                end = entry.timestamp
+        if start is not None and end is not None:
+            spans.append((start, end))
+    return spans
+
+
+def test_two_site_partitions_at_once_keep_every_row_once_and_the_serial_kpis(
+    newsroom, tmp_path, monkeypatch
+):
+    live, newsroom.clock = newsroom.clock, FixedClock(datetime.now(UTC))
+    try:
+        day = newsroom.clock().date()
+        results = {}
+        for name, workers in (("serial", 1), ("parallel", 2)):
+            home = tmp_path / f"home-{name}"
+            home.mkdir()
+            (home / "dagster.yaml").write_text(INSTANCE_YAML)
+            monkeypatch.setenv("DAGSTER_HOME", str(home))
+            db = tmp_path / f"{name}.duckdb"
+            resources = {
+                "io_manager": {"database": str(db)},
+                "newsroom": {"seed": newsroom.newsroom.seed},
+                "artifacts": {"root": str(tmp_path / f"artifacts-{name}")},
+                "tasks": {"intents": ["find_top_headline"]},
+            }
+            log = tmp_path / f"{name}.log"
+            ok = materialize(
+                [day], SITES, newsroom.port, workers=workers, resources=resources, log_path=log
+            )
+            assert ok, log.read_text()
+            with DagsterInstance.from_config(str(home)) as instance:
+                results[name] = db, _browser_steps(instance), log.read_text()
+    finally:
+        newsroom.clock = live
+
+    (serial, serial_steps, _), (parallel, steps, log) = results["serial"], results["parallel"]
+    # The two sites' browser steps really overlapped (two runs at once, two browser slots).
+    assert len(steps) == 2 and len(serial_steps) == 2
+    (a0, a1), (b0, b1) = sorted(steps)
+    assert b0 < a1, f"the parallel runs' agent_runs steps did not overlap: {steps}"
+    (s0, s1), (t0, t1) = sorted(serial_steps)
+    assert t0 >= s1, "the serial runs overlapped"
+    assert log.count(" start ") == 3 and log.count(" ok ") == 3, log
+
+    for db in (serial, parallel):
+        for table in ("news_tasks", "agent_runs", "run_scores"):
+            key = "task_id" if table == "news_tasks" else "run_id"
+            ((n, distinct, sites),) = _query(
+                db,
+                f"SELECT count(*), count(DISTINCT {key}), count(DISTINCT site) "
+                f"FROM newsbench.{table}",
+            )
+            assert n == distinct > 0 and sites == 2, (db.name, table, n, distinct, sites)
+
+    def tasks(db):
+        return _query(db, "SELECT site, task_id FROM newsbench.agent_runs ORDER BY 1, 2")
+
+    def kpis(db):
+        return _query(
+            db,
+            "SELECT site, agent_version, slice_kind, slice_value, n_scored, successes, "
+            "success_rate, n_env_failures FROM newsbench.kpi_daily ORDER BY 1, 2, 3, 4",
+        )
+
+    assert tasks(parallel) == tasks(serial)
+    assert kpis(parallel) == kpis(serial) and len(kpis(serial)) > 2
