@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, date, datetime
@@ -234,3 +235,31 @@ def print_passed(scores: dict[str, dict], excluded_means: str = "environment") -
         f"{sum(bool(s['success']) for s in scored)}/{len(scored)} scored runs passed; "
         f"{len(scores) - len(scored)} excluded ({excluded_means})"
     )
+
+
+class StepLog:
+    """A long command's progress in a file, one line per step with its outcome and time, so
+    it can be followed (`tail -f`) and read after a crash, not only on a terminal."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+
+    def line(self, text: str) -> None:
+        stamp = datetime.now(UTC).isoformat(timespec="seconds")
+        with self.path.open("a", encoding="utf-8") as f:
+            f.write(f"{stamp} {text}\n")
+
+    @contextmanager
+    def step(self, what: str):
+        started = time.monotonic()
+        self.line(f"start {what}")
+        outcome: list = []
+        try:
+            yield lambda success, run_id: outcome.extend([success, run_id])
+        except BaseException as e:
+            self.line(f"crash {what}: {type(e).__name__}: {e}")
+            raise
+        seconds = time.monotonic() - started
+        success, run_id = outcome or (False, None)
+        self.line(f"{'ok' if success else 'FAILED'} {what} in {seconds:.1f}s (run {run_id})")

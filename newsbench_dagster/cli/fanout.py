@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from newsbench_dagster.cli.common import StepLog
 from newsbench_dagster.core.analytics.warehouse_lock import turn
 from newsbench_dagster.paths import DAGSTER_HOME
 
@@ -66,7 +67,6 @@ def execute(partition: Partition, config: dict, log_path: Path) -> tuple[bool, s
     start, outcome and time go to the step log as it happens, whichever process runs it."""
     from dagster import MultiPartitionKey
 
-    from newsbench_dagster.cli.pipeline import StepLog
     from newsbench_dagster.definitions import defs
 
     runs_in = _instances.get(os.environ.get("DAGSTER_HOME", ""))
@@ -133,8 +133,6 @@ def run_all(
     """Execute `partitions` on `pool`, calling `on_done(partition, success, run_id)` as each
     ends; returns whether all succeeded. A worker that dies fails its partition (and the pool's
     unstarted ones) with the reason in the step log; completed runs stay recorded."""
-    from newsbench_dagster.cli.pipeline import StepLog
-
     futures = {pool.submit(execute, p, config, log_path): p for p in partitions}
     ok = True
     for future in as_completed(futures):

@@ -8,9 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
-from contextlib import contextmanager
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Annotated
 
@@ -21,6 +19,7 @@ from newsbench_dagster.cli.common import (
     DEFAULT_PORT,
     AtOption,
     PortOption,
+    StepLog,
     console,
     day_of,
     err,
@@ -80,34 +79,6 @@ def materialize(
                 ok = fanout.run_all(pool, [rollup], config, log.path, done) and ok
     log.line(f"all done: {'ok' if ok else 'FAILED'}")
     return ok
-
-
-class StepLog:
-    """A long command's progress in a file, one line per step with its outcome and time, so
-    it can be followed (`tail -f`) and read after a crash, not only on a terminal."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-
-    def line(self, text: str) -> None:
-        stamp = datetime.now(UTC).isoformat(timespec="seconds")
-        with self.path.open("a", encoding="utf-8") as f:
-            f.write(f"{stamp} {text}\n")
-
-    @contextmanager
-    def step(self, what: str):
-        started = time.monotonic()
-        self.line(f"start {what}")
-        outcome: list = []
-        try:
-            yield lambda success, run_id: outcome.extend([success, run_id])
-        except BaseException as e:
-            self.line(f"crash {what}: {type(e).__name__}: {e}")
-            raise
-        seconds = time.monotonic() - started
-        success, run_id = outcome or (False, None)
-        self.line(f"{'ok' if success else 'FAILED'} {what} in {seconds:.1f}s (run {run_id})")
 
 
 def print_kpis(day: date, database: Path = WAREHOUSE_FILE) -> None:

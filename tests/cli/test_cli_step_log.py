@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from newsbench_dagster.cli.pipeline import StepLog
+from newsbench_dagster.cli.common import StepLog
 
 
 def test_each_step_is_logged_with_its_outcome_and_a_crash_is_kept(tmp_path):

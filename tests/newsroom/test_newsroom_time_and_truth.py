@@ -130,8 +130,10 @@ def test_truth_agrees_with_the_pages_over_a_simulated_day(server, clock):
     start = datetime(2026, 11, 29, 0, 0, tzinfo=UTC)
     rng = random.Random(7)
     articles_checked = Counter()
-    for step in range(0, 24 * 60, 30):
-        at = start + timedelta(minutes=step)
+    # Every hour of the day, each at a different minute (rotations run on 20-60 minute cycles).
+    minutes = random.Random(11)
+    for step in range(0, 24 * 60, 60):
+        at = start + timedelta(minutes=step + minutes.randrange(60))
         clock.set(at)
         for spec in newsroom.sites:
             truth = newsroom.truth(spec.key, at)
