@@ -24,6 +24,8 @@ from websockets.asyncio.client import connect
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 
+from newsbench_dagster.core.web.network import tls_context
+
 # Taken from the agent: the browser's life belongs to the harness.
 SWALLOWED = frozenset({"Browser.close", "Browser.crash", "Browser.crashGpuProcess"})
 # Refused with an error: a context of the agent's own would escape the harness's request
@@ -101,7 +103,7 @@ class CdpGuard:
             # Only read-only discovery over HTTP; everything else goes through the socket.
             self.events.append({"kind": "http_refused", "path": path, "t": time.time()})
             return connection.respond(HTTPStatus.FORBIDDEN, "refused by the harness\n")
-        async with httpx.AsyncClient(trust_env=False, timeout=5) as client:
+        async with httpx.AsyncClient(trust_env=False, timeout=5, verify=tls_context()) as client:
             upstream = await client.get(f"http://{self.upstream}{path}")
         response = connection.respond(
             HTTPStatus(upstream.status_code), json.dumps(self._rewrite(upstream.json()))

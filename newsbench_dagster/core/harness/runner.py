@@ -58,7 +58,7 @@ from newsbench_dagster.core.replay.replayer import RecordingError
 from newsbench_dagster.core.scoring.checkers import Evidence
 from newsbench_dagster.core.scoring.failures import EnvFailure
 from newsbench_dagster.core.tasks.contract import validation_errors
-from newsbench_dagster.core.web.network import RobotsRules
+from newsbench_dagster.core.web.network import RobotsRules, tls_context
 
 
 def run_id_for(
@@ -109,10 +109,15 @@ class Runner:
         sem = asyncio.Semaphore(self.settings.concurrency)
         if self.settings.record is not None:
             self._capture_client = httpx.AsyncClient(
-                proxy=self.options.routing.proxy, trust_env=False, timeout=30
+                proxy=self.options.routing.proxy,
+                trust_env=False,
+                timeout=30,
+                verify=tls_context(),
             )
         if self.options.routing.events_url:
-            self._events_client = httpx.AsyncClient(trust_env=False, timeout=5)
+            self._events_client = httpx.AsyncClient(
+                trust_env=False, timeout=5, verify=tls_context()
+            )
         async with async_playwright() as pw:
 
             async def one(job):
@@ -229,7 +234,16 @@ class Runner:
         row["environment"] = environment_manifest(
             browser, task, agent, profile, task_set=self.settings.task_set, world=self.world
         )
-        kwargs = {**self.options.context_kwargs(), **profile.context_kwargs()}
+        headers = {
+            **({} if offline else self.options.routing.browser_headers(world_scope(row))),
+            **profile.extra_headers(),
+        }
+        # Given at creation: set afterwards they cost the run a round trip to the browser.
+        kwargs = {
+            **self.options.context_kwargs(),
+            **profile.context_kwargs(),
+            **({"extra_http_headers": headers} if headers else {}),
+        }
         if needs_cdp(agent):
             # An agent that brings its own browser logic gets a Chromium of its own (it
             # sees no other run's pages) whose default context is the guarded one, reached
@@ -252,12 +266,6 @@ class Runner:
             await self._replay_world(task, row, state)
         elif self.options.routing.run_header:
             row["environment"]["world_scope"] = world_scope(row)
-        headers = {
-            **({} if offline else self.options.routing.browser_headers(world_scope(row))),
-            **profile.extra_headers(),
-        }
-        if headers:
-            await context.set_extra_http_headers(headers)
         if self.settings.keeps("trace"):
             await context.tracing.start(snapshots=True, screenshots=False, sources=False)
         guard = RequestGuard(
@@ -451,7 +459,9 @@ class Runner:
         url = template.format(scope=world_scope(row))
         obs = row["observation"] = row.get("observation") or {}
         obs["world_scope"] = world_scope(row)
-        client = self._events_client or httpx.AsyncClient(trust_env=False, timeout=5)
+        client = self._events_client or httpx.AsyncClient(
+            trust_env=False, timeout=5, verify=tls_context()
+        )
         try:
             response = await client.get(url)
             response.raise_for_status()
