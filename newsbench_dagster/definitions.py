@@ -69,7 +69,7 @@ def _production_resources() -> dict:
 RESOURCES = {"local": lambda: RESOURCES_LOCAL, "production": _production_resources}
 
 
-def build_definitions(resources: dict) -> Definitions:
+def build_definitions(resources: dict, executor=in_process_executor) -> Definitions:
     return Definitions(
         assets=ASSETS,
         asset_checks=CHECKS,
@@ -77,8 +77,9 @@ def build_definitions(resources: dict) -> Definitions:
         schedules=SCHEDULES,
         sensors=SENSORS,
         resources=resources,
-        # DuckDB has one writer, and the newsroom lives in the run's process: run in-process.
-        executor=in_process_executor,
+        # Locally DuckDB has one writer and the newsroom lives in the run's process: steps run
+        # in-process (partitions run at once as separate runs: see cli/fanout.py).
+        executor=executor,
     )
 
 
@@ -89,3 +90,21 @@ def production() -> Definitions:
     """The deployed variant: real sites (no newsroom), BigQuery. Point a workspace at
     `newsbench_dagster.definitions:production`; secrets come from the environment at run time."""
     return build_definitions(RESOURCES["production"]())
+
+
+def celery() -> Definitions:
+    """Several machines: the production variant with every step sent through Dagster's celery
+    executor to the workers listening on the broker (`NEWSBENCH_CELERY_BROKER`; results in
+    `NEWSBENCH_CELERY_BACKEND`, which may be the same Redis), both read when a run starts. Point
+    a workspace at `newsbench_dagster.definitions:celery`; README "Scaling out"."""
+    from dagster_celery import celery_executor
+
+    executor = celery_executor.configured(
+        {
+            "broker": {"env": "NEWSBENCH_CELERY_BROKER"},
+            "backend": {"env": "NEWSBENCH_CELERY_BACKEND"},
+            # One step at a time per worker process: a step holds a browser.
+            "config_source": {"worker_prefetch_multiplier": 1, "task_acks_late": True},
+        }
+    )
+    return build_definitions(RESOURCES["production"](), executor=executor)

@@ -14,6 +14,10 @@ fi
 missing=""
 [ -x /usr/bin/chromium ] || command -v chromium >/dev/null 2>&1 || missing=" chromium"
 [ -x /usr/bin/chromium-headless-shell ] || missing="$missing chromium-headless-shell"
+# The servers the scale-out deployment (and its tests) use: Redis as the celery broker,
+# PostgreSQL for Dagster's instance storage. Installed only; tests start their own on loopback.
+command -v redis-server >/dev/null 2>&1 || missing="$missing redis-server"
+[ -x /usr/lib/postgresql/15/bin/initdb ] || command -v initdb >/dev/null 2>&1 || missing="$missing postgresql"
 if [ -n "$missing" ] && command -v apt-get >/dev/null 2>&1; then
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   echo "installing from Debian:$missing" >&2
