@@ -1,6 +1,7 @@
 """The artifact store: screenshots, observations, trajectories and raw feeds, addressed by URI.
 
-Locally a folder (`file://` URIs); in production object storage behind the same two calls.
+Locally a folder (`file://` URIs); elsewhere any fsspec URL (`gs://bucket/prefix` with gcsfs,
+`s3://...` with s3fs installed) behind the same calls, chosen by `artifact_store(root)`.
 """
 
 from __future__ import annotations
@@ -58,3 +59,56 @@ class LocalArtifactStore:
         if parts.scheme != "file":
             raise ValueError(f"not a local artifact URI: {uri!r}")
         return Path(url2pathname(parts.path)).read_bytes()
+
+
+def _checked_key(key: str) -> str:
+    parts = key.split("/")
+    if not key or key.startswith("/") or any(p in ("", ".", "..") for p in parts):
+        raise ValueError(f"artifact key escapes the store: {key!r}")
+    return key
+
+
+class FsspecArtifactStore:
+    """Artifacts as objects under an fsspec URL (`gs://bucket/newsbench`, `s3://...`,
+    `memory://...`). An object store writes an object whole or not at all, so no temporary
+    name is needed; the URIs it returns are the objects' own URLs."""
+
+    def __init__(self, root: str) -> None:
+        import fsspec  # a dependency of dagster's; the protocol's package (gcsfs, s3fs) is not
+
+        try:
+            self.fs, path = fsspec.core.url_to_fs(root)
+        except (ImportError, ValueError) as e:
+            raise ValueError(f"artifact store {root!r}: {e}") from e
+        self.root = path.rstrip("/")
+
+    def put(self, key: str, data: bytes) -> str:
+        path = f"{self.root}/{_checked_key(key)}"
+        self.fs.pipe_file(path, data)
+        return self.fs.unstrip_protocol(path)
+
+    def put_json(self, key: str, value: object) -> str:
+        return self.put(key, json.dumps(value, default=str, separators=(",", ":")).encode())
+
+    def read_json(self, key: str) -> object | None:
+        path = f"{self.root}/{_checked_key(key)}"
+        try:
+            return json.loads(self.fs.cat_file(path))
+        except (FileNotFoundError, ValueError):
+            return None
+
+    def get(self, uri: str) -> bytes:
+        own = uri.startswith(self.fs.unstrip_protocol(self.root) + "/")
+        if not own or ".." in uri.split("/"):
+            raise ValueError(f"not an artifact of this store ({self.root}): {uri!r}")
+        return self.fs.cat_file(self.fs._strip_protocol(uri))
+
+
+def artifact_store(root: str | Path) -> ArtifactStore:
+    """The store for `root`: a folder (a path or a file:// URL) or any other fsspec URL."""
+    text = str(root)
+    if "://" not in text:
+        return LocalArtifactStore(text)
+    if text.startswith("file://"):
+        return LocalArtifactStore(url2pathname(urlsplit(text).path))
+    return FsspecArtifactStore(text)
