@@ -103,8 +103,19 @@ def celery() -> Definitions:
         {
             "broker": {"env": "NEWSBENCH_CELERY_BROKER"},
             "backend": {"env": "NEWSBENCH_CELERY_BACKEND"},
-            # One step at a time per worker process: a step holds a browser.
-            "config_source": {"worker_prefetch_multiplier": 1, "task_acks_late": True},
+            "config_source": {
+                # One step at a time per worker process: a step holds a browser.
+                "worker_prefetch_multiplier": 1,
+                # A step is acknowledged when it ends: a lost worker's step goes to another
+                # once the visibility timeout (longer than any step) passes.
+                "task_acks_late": True,
+                "task_reject_on_worker_lost": True,
+                "broker_transport_options": {
+                    "visibility_timeout": 7200,
+                    "unacked_restore_interval": 10,
+                    "unacked_restore_throttle": 1,
+                },
+            },
         }
     )
     return build_definitions(RESOURCES["production"](), executor=executor)

@@ -3,9 +3,12 @@ workers over a real Redis broker, with the instance (runs, events) in a real Pos
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -15,10 +18,11 @@ from dagster import DagsterEventType, DagsterInstance, execute_job, reconstructa
 
 from tests.support.services import postgres_server, redis_server
 
-pytestmark = pytest.mark.heavy(25)
+pytestmark = pytest.mark.heavy(50)
 
 SUPPORT = Path(__file__).resolve().parents[1] / "support"
 WORKERS = ("w1", "w2")
+VISIBILITY_S = 6
 
 
 def _instance_yaml(postgres_url: str) -> str:
@@ -47,6 +51,11 @@ def _wait_for_workers(broker: str, names: tuple[str, ...], workers: list) -> Non
     raise AssertionError(f"only {sorted(seen)} of the workers answered the broker")
 
 
+def _signal_group(proc: subprocess.Popen, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, sig)
+
+
 @pytest.fixture
 def celery_deployment(tmp_path, monkeypatch):
     """Redis, Postgres, a DAGSTER_HOME on Postgres, two celery workers; yields the run config."""
@@ -57,8 +66,21 @@ def celery_deployment(tmp_path, monkeypatch):
         executor = {
             "broker": broker,
             "backend": broker,
-            # One step at a time per worker, none prefetched: the queue is shared fairly.
-            "config_source": {"worker_prefetch_multiplier": 1, "task_acks_late": True},
+            "config_source": {
+                # One step at a time per worker, none prefetched: the queue is shared fairly.
+                "worker_prefetch_multiplier": 1,
+                # A step is acknowledged when it ends, so the step of a worker that died goes
+                # back to the queue once the broker's visibility timeout passes (an hour by
+                # default; seconds here, longer than any step of these jobs).
+                "task_acks_late": True,
+                "task_reject_on_worker_lost": True,
+                "broker_transport_options": {
+                    "visibility_timeout": VISIBILITY_S,
+                    # Sweep for abandoned steps every second (kombu: every 10 x 10 s).
+                    "unacked_restore_interval": 1,
+                    "unacked_restore_throttle": 1,
+                },
+            },
         }
         celery_config = tmp_path / "celery.yaml"
         celery_config.write_text(yaml.safe_dump({"execution": {"config": executor}}))
@@ -93,30 +115,34 @@ def celery_deployment(tmp_path, monkeypatch):
                 env={**env, "NEWSBENCH_WORKER": name},
                 stdout=(tmp_path / f"{name}.log").open("w"),
                 stderr=subprocess.STDOUT,
+                # dagster-celery runs `celery` as a child, which forks its pool: one group
+                # each, so that stopping (or killing) a worker takes all of it.
+                start_new_session=True,
             )
             for name in WORKERS
         ]
         try:
             _wait_for_workers(broker, WORKERS, workers)
             monkeypatch.syspath_prepend(str(SUPPORT))
-            yield {"execution": {"config": executor}}
+            yield {"execution": {"config": executor}}, dict(zip(WORKERS, workers, strict=True))
         finally:
             for w in workers:
-                w.terminate()
+                _signal_group(w, signal.SIGTERM)
             for w in workers:
                 try:
                     w.wait(20)
                 except subprocess.TimeoutExpired:
-                    w.kill()
+                    _signal_group(w, signal.SIGKILL)
 
 
 def test_one_runs_steps_are_spread_over_two_celery_workers(celery_deployment):
     import celery_job
 
+    run_config, _ = celery_deployment
     with DagsterInstance.get() as instance:
         assert type(instance.run_storage).__name__ == "PostgresRunStorage"
         job = reconstructable(celery_job.spread)
-        with execute_job(job, instance=instance, run_config=celery_deployment) as result:
+        with execute_job(job, instance=instance, run_config=run_config) as result:
             assert result.success
             ran_on = result.output_for_node("gather")
             run_id = result.run_id
@@ -141,3 +167,45 @@ def test_the_celery_deployment_sends_every_newsbench_job_to_celery():
         job = defs.resolve_job_def(name)
         assert job.executor_def.name == "celery", name
     assert definitions.defs.resolve_job_def("site_day_job").executor_def.name == "in_process"
+
+
+def test_a_worker_killed_mid_step_hands_the_step_to_the_other(celery_deployment, tmp_path):
+    """SIGKILL the worker running the step (its whole process group, as a machine lost):
+    the broker gives the step to the surviving worker, the run succeeds, and the step's
+    success is recorded once."""
+    import celery_job
+
+    run_config, workers = celery_deployment
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    config = {**run_config, "ops": {"slow": {"config": {"marker_dir": str(markers)}}}}
+    outcome: dict = {}
+
+    def run() -> None:
+        with DagsterInstance.get() as instance:
+            job = reconstructable(celery_job.one_slow_step)
+            with execute_job(job, instance=instance, run_config=config) as result:
+                outcome["success"] = result.success
+                outcome["ran_on"] = result.output_for_node("slow") if result.success else None
+                outcome["run_id"] = result.run_id
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not (started := list(markers.iterdir())) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert started, "the step never started on a worker"
+    victim = started[0].name.removeprefix("started-")
+    _signal_group(workers[victim], signal.SIGKILL)
+    thread.join(120)
+    assert not thread.is_alive(), "the run never ended after its worker was killed"
+
+    survivor = next(n for n in WORKERS if n != victim)
+    assert outcome["success"] is True
+    assert outcome["ran_on"] == survivor
+    assert (markers / f"started-{survivor}").exists()
+    with DagsterInstance.get() as instance:
+        successes = instance.get_records_for_run(
+            outcome["run_id"], of_type=DagsterEventType.STEP_SUCCESS
+        ).records
+    assert [r.event_log_entry.step_key for r in successes] == ["slow"]

@@ -27,3 +27,18 @@ def gather(names: list[str]) -> list[str]:
 @job(executor_def=celery_executor)
 def spread():
     gather([where.alias(f"where_{i}")() for i in range(STEPS)])
+
+
+@op(config_schema={"marker_dir": str})
+def slow(context: OpExecutionContext) -> str:
+    """Says it started (a file naming its worker), then works long enough to be killed."""
+    name = os.environ.get("NEWSBENCH_WORKER", "in-process")
+    with open(os.path.join(context.op_config["marker_dir"], f"started-{name}"), "w") as f:
+        f.write(str(os.getpid()))
+    time.sleep(3.0)
+    return name
+
+
+@job(executor_def=celery_executor)
+def one_slow_step():
+    slow()
