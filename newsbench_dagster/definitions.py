@@ -92,6 +92,22 @@ def production() -> Definitions:
     return build_definitions(RESOURCES["production"]())
 
 
+# The celery app's settings for Newsbench's steps (README "Several machines").
+CELERY_SETTINGS = {
+    # One step at a time per worker process: a step holds a browser.
+    "worker_prefetch_multiplier": 1,
+    # A step is acknowledged when it ends: a lost worker's step goes to another once the
+    # visibility timeout (longer than any step) passes; kombu sweeps for such steps every 10 s.
+    "task_acks_late": True,
+    "task_reject_on_worker_lost": True,
+    "broker_transport_options": {
+        "visibility_timeout": 7200,
+        "unacked_restore_interval": 10,
+        "unacked_restore_throttle": 1,
+    },
+}
+
+
 def celery() -> Definitions:
     """Several machines: the production variant with every step sent through Dagster's celery
     executor to the workers listening on the broker (`NEWSBENCH_CELERY_BROKER`; results in
@@ -103,19 +119,7 @@ def celery() -> Definitions:
         {
             "broker": {"env": "NEWSBENCH_CELERY_BROKER"},
             "backend": {"env": "NEWSBENCH_CELERY_BACKEND"},
-            "config_source": {
-                # One step at a time per worker process: a step holds a browser.
-                "worker_prefetch_multiplier": 1,
-                # A step is acknowledged when it ends: a lost worker's step goes to another
-                # once the visibility timeout (longer than any step) passes.
-                "task_acks_late": True,
-                "task_reject_on_worker_lost": True,
-                "broker_transport_options": {
-                    "visibility_timeout": 7200,
-                    "unacked_restore_interval": 10,
-                    "unacked_restore_throttle": 1,
-                },
-            },
+            "config_source": CELERY_SETTINGS,
         }
     )
     return build_definitions(RESOURCES["production"](), executor=executor)

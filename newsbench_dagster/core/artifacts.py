@@ -22,6 +22,12 @@ class ArtifactStore(Protocol):
     def read_json(self, key: str) -> object | None: ...
 
 
+def _json_bytes(value: object) -> bytes:
+    # Compact: an indented dump runs json's pure-Python encoder, ~5x slower per run.json
+    # (`jq . run.json` reads it indented).
+    return json.dumps(value, default=str, separators=(",", ":")).encode()
+
+
 class LocalArtifactStore:
     """Artifacts as files under `root`; writes are atomic so a crash never leaves half a file."""
 
@@ -40,9 +46,7 @@ class LocalArtifactStore:
         return path.as_uri()
 
     def put_json(self, key: str, value: object) -> str:
-        # Compact: an indented dump runs json's pure-Python encoder, ~5x slower per run.json
-        # (`jq . run.json` reads it indented).
-        return self.put(key, json.dumps(value, default=str, separators=(",", ":")).encode())
+        return self.put(key, _json_bytes(value))
 
     def read_json(self, key: str) -> object | None:
         """A JSON artifact by its key; None when there is none (or it is unreadable)."""
@@ -88,7 +92,7 @@ class FsspecArtifactStore:
         return self.fs.unstrip_protocol(path)
 
     def put_json(self, key: str, value: object) -> str:
-        return self.put(key, json.dumps(value, default=str, separators=(",", ":")).encode())
+        return self.put(key, _json_bytes(value))
 
     def read_json(self, key: str) -> object | None:
         path = f"{self.root}/{_checked_key(key)}"

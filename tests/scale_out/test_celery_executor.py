@@ -16,6 +16,7 @@ import pytest
 import yaml
 from dagster import DagsterEventType, DagsterInstance, execute_job, reconstructable
 
+from newsbench_dagster.definitions import CELERY_SETTINGS
 from tests.support.services import postgres_server, redis_server
 
 pytestmark = pytest.mark.heavy(50)
@@ -66,19 +67,14 @@ def celery_deployment(tmp_path, monkeypatch):
         executor = {
             "broker": broker,
             "backend": broker,
+            # The deployment's settings, with the timeouts in seconds instead of hours: longer
+            # than any step of these jobs, and a sweep for abandoned steps every second.
             "config_source": {
-                # One step at a time per worker, none prefetched: the queue is shared fairly.
-                "worker_prefetch_multiplier": 1,
-                # A step is acknowledged when it ends, so the step of a worker that died goes
-                # back to the queue once the broker's visibility timeout passes (an hour by
-                # default; seconds here, longer than any step of these jobs).
-                "task_acks_late": True,
-                "task_reject_on_worker_lost": True,
+                **CELERY_SETTINGS,
                 "broker_transport_options": {
+                    **CELERY_SETTINGS["broker_transport_options"],
                     "visibility_timeout": VISIBILITY_S,
-                    # Sweep for abandoned steps every second (kombu: every 10 x 10 s).
                     "unacked_restore_interval": 1,
-                    "unacked_restore_throttle": 1,
                 },
             },
         }

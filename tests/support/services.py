@@ -37,22 +37,26 @@ def _binary(name: str, *candidates: Path) -> str:
 
 
 @contextlib.contextmanager
+def _serving(args: list[str], port: int, what: str) -> Iterator[None]:
+    """`args` running until the block ends, once it listens on `port`."""
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _wait_for_port(port, what, proc)
+        yield
+    finally:
+        proc.terminate()
+        proc.wait(20)
+
+
+@contextlib.contextmanager
 def redis_server(workdir: Path) -> Iterator[str]:
     """A Redis server on a free loopback port, no persistence; yields its URL."""
     binary = _binary("redis-server", Path("/usr/bin/redis-server"))
     port = free_port()
     workdir.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--dir", str(workdir)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        _wait_for_port(port, "redis-server", proc)
+    args = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--dir", str(workdir)]
+    with _serving(args, port, "redis-server"):
         yield f"redis://127.0.0.1:{port}/0"
-    finally:
-        proc.terminate()
-        proc.wait(10)
 
 
 def _as_postgres(args: list[str]) -> list[str]:
@@ -76,18 +80,12 @@ def postgres_server() -> Iterator[str]:
         capture_output=True,
     )
     port = free_port()
-    proc = subprocess.Popen(
-        _as_postgres(
-            [postgres, "-D", str(data), "-p", str(port), "-h", "127.0.0.1"]
-            + ["-k", str(workdir), "-c", "fsync=off", "-c", "max_connections=100"]
-        ),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+    args = _as_postgres(
+        [postgres, "-D", str(data), "-p", str(port), "-h", "127.0.0.1"]
+        + ["-k", str(workdir), "-c", "fsync=off", "-c", "max_connections=100"]
     )
     try:
-        _wait_for_port(port, "postgres", proc)
-        yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
+        with _serving(args, port, "postgres"):
+            yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
     finally:
-        proc.terminate()
-        proc.wait(20)
         shutil.rmtree(workdir, ignore_errors=True)

@@ -19,12 +19,11 @@ import time
 from http import HTTPStatus
 from typing import Any
 
-import httpx
 from websockets.asyncio.client import connect
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 
-from newsbench_dagster.core.web.network import tls_context
+from newsbench_dagster.core.web.network import async_client
 
 # Taken from the agent: the browser's life belongs to the harness.
 SWALLOWED = frozenset({"Browser.close", "Browser.crash", "Browser.crashGpuProcess"})
@@ -103,7 +102,7 @@ class CdpGuard:
             # Only read-only discovery over HTTP; everything else goes through the socket.
             self.events.append({"kind": "http_refused", "path": path, "t": time.time()})
             return connection.respond(HTTPStatus.FORBIDDEN, "refused by the harness\n")
-        async with httpx.AsyncClient(trust_env=False, timeout=5, verify=tls_context()) as client:
+        async with async_client(timeout=5) as client:
             upstream = await client.get(f"http://{self.upstream}{path}")
         response = connection.respond(
             HTTPStatus(upstream.status_code), json.dumps(self._rewrite(upstream.json()))

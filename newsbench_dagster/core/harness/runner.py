@@ -58,7 +58,7 @@ from newsbench_dagster.core.replay.replayer import RecordingError
 from newsbench_dagster.core.scoring.checkers import Evidence
 from newsbench_dagster.core.scoring.failures import EnvFailure
 from newsbench_dagster.core.tasks.contract import validation_errors
-from newsbench_dagster.core.web.network import RobotsRules, tls_context
+from newsbench_dagster.core.web.network import RobotsRules, async_client
 
 
 def run_id_for(
@@ -108,16 +108,9 @@ class Runner:
         jobs = self.schedule(tasks)
         sem = asyncio.Semaphore(self.settings.concurrency)
         if self.settings.record is not None:
-            self._capture_client = httpx.AsyncClient(
-                proxy=self.options.routing.proxy,
-                trust_env=False,
-                timeout=30,
-                verify=tls_context(),
-            )
+            self._capture_client = async_client(proxy=self.options.routing.proxy, timeout=30)
         if self.options.routing.events_url:
-            self._events_client = httpx.AsyncClient(
-                trust_env=False, timeout=5, verify=tls_context()
-            )
+            self._events_client = async_client(timeout=5)
         async with async_playwright() as pw:
 
             async def one(job):
@@ -459,9 +452,7 @@ class Runner:
         url = template.format(scope=world_scope(row))
         obs = row["observation"] = row.get("observation") or {}
         obs["world_scope"] = world_scope(row)
-        client = self._events_client or httpx.AsyncClient(
-            trust_env=False, timeout=5, verify=tls_context()
-        )
+        client = self._events_client or async_client(timeout=5)
         try:
             response = await client.get(url)
             response.raise_for_status()

@@ -34,6 +34,12 @@ def tls_context(trust_env: bool = False) -> ssl.SSLContext:
     return httpx.create_ssl_context(trust_env=trust_env)
 
 
+def async_client(*, trust_env: bool = False, **kwargs) -> httpx.AsyncClient:
+    """An httpx client on the process's TLS context (`tls_context`), matched to `trust_env`
+    (off by default: the harness's own requests never follow the environment's proxies)."""
+    return httpx.AsyncClient(trust_env=trust_env, verify=tls_context(trust_env), **kwargs)
+
+
 class Routing(BaseModel):
     """Where requests go. `proxy`: forward proxy for every request (the newsroom on loopback)."""
 

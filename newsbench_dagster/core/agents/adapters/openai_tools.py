@@ -42,7 +42,7 @@ from newsbench_dagster.core.agents.tool_specs import tool_specs
 from newsbench_dagster.core.agents.tools import BrowserTools
 from newsbench_dagster.core.agents.trajectory import truncate_utf8
 from newsbench_dagster.core.errors import ConfigError, ModelEndpointError
-from newsbench_dagster.core.web.network import tls_context
+from newsbench_dagster.core.web.network import async_client
 
 DEFAULT_SYSTEM_PROMPT = """You are a careful web research agent working in a real browser.
 The page named in the task is already open. Use the tools to look at pages (read_page and
@@ -260,11 +260,8 @@ class OpenAIToolsAgent:
         headers = {**self.endpoint.headers, "Authorization": f"Bearer {key}"}
         # Proxy settings from the environment apply to a real endpoint, never to loopback.
         loopback = urlsplit(self.endpoint.base_url).hostname in ("127.0.0.1", "localhost", "::1")
-        async with httpx.AsyncClient(
-            headers=headers,
-            timeout=self.endpoint.timeout_s,
-            trust_env=not loopback,
-            verify=tls_context(trust_env=not loopback),
+        async with async_client(
+            headers=headers, timeout=self.endpoint.timeout_s, trust_env=not loopback
         ) as client:
             for _ in range(self.max_turns):
                 body = await self._complete(client, messages, key)
