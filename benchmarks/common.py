@@ -45,6 +45,18 @@ def reference_agent(version: str = "bench") -> Agent:
     return build_agent(AgentManifest(name="reference", version=version, adapter="reference"))
 
 
+def thinking_agent(think_s: float) -> Agent:
+    """The reference agent at a model's pace: every tool call waits `think_s` first, so a run
+    is mostly waiting, as a model agent's is (the adapter's `params.think_s`)."""
+    manifest = AgentManifest(
+        name="reference",
+        version=f"think{think_s:g}",
+        adapter="reference",
+        params={"think_s": think_s},
+    )
+    return build_agent(manifest)
+
+
 @contextmanager
 def frozen_newsroom(at: datetime = FROZEN_AT) -> Iterator[tuple[NewsroomServer, World]]:
     """A newsroom on a loopback port with its clock stopped at `at` (`server.clock.set` moves

@@ -26,7 +26,15 @@ from functools import partial
 from itertools import zip_longest
 from urllib.parse import urljoin
 
-from common import FROZEN_AT, frozen_newsroom, parse_args, polled_tasks, reference_agent, sites
+from common import (
+    FROZEN_AT,
+    frozen_newsroom,
+    parse_args,
+    polled_tasks,
+    reference_agent,
+    sites,
+    thinking_agent,
+)
 from playwright.async_api import async_playwright
 
 from newsbench_dagster.core.agents.adapters.reference import first_listed_url
@@ -90,34 +98,6 @@ def timed(fn):
     started = time.perf_counter()
     result = fn()
     return time.perf_counter() - started, result
-
-
-class Thinking:
-    """The reference agent with a model's pace: every tool call waits `think_s` first (the
-    time a hosted model takes to choose it), so a run is mostly waiting, as a model agent's is."""
-
-    def __init__(self, agent, think_s: float) -> None:
-        self.inner, self.think_s = agent, think_s
-        self.manifest = agent.manifest.model_copy(update={"version": f"think{think_s:g}"})
-
-    async def run(self, task, tools) -> None:
-        await self.inner.run(task, _Paced(tools, self.think_s))
-
-
-class _Paced:
-    def __init__(self, tools, think_s: float) -> None:
-        self._tools, self._think_s = tools, think_s
-
-    def __getattr__(self, name: str):
-        found = getattr(self._tools, name)
-        if not asyncio.iscoroutinefunction(found):
-            return found
-
-        async def paced(*args, **kwargs):
-            await asyncio.sleep(self._think_s)
-            return await found(*args, **kwargs)
-
-        return paced
 
 
 def configs(pools: list[int], kinds: list[str], quick: bool) -> list[tuple[str, dict]]:
@@ -206,7 +186,7 @@ def main() -> None:
         for p in pools if thinking else []:
             name = f"think_pool{p}"
             with tempfile.TemporaryDirectory() as tmp:
-                fn = harness({"concurrency": p}, [Thinking(agent, args.think)], thinking, tmp)
+                fn = harness({"concurrency": p}, [thinking_agent(args.think)], thinking, tmp)
                 seconds, result = timed(fn)
             times[name].append(seconds)
             ok[name] = sum(bool(score_run(row, by_id[row["task_id"]])["success"]) for row in result)

@@ -114,6 +114,14 @@ def replay_bench(out: str) -> None:
     assert re.search(r"^\d+ s; results in \S+\Z", out, re.M), out
 
 
+def scale_out(out: str) -> None:
+    # Both configurations ran every task once; their KPIs agree.
+    rows = re.findall(r"^ +([12]) +[\d.]+ +(\d+) +[\d.]+  news_tasks (\d+)/\3, ", out, re.M)
+    assert [w for w, *_ in rows] == ["1", "2"] and all(r == t for _, r, t in rows), out
+    assert "tasks and kpi_daily equal to the serial run's: yes" in out, out
+    positive(r"^scale-out: 2 workers speedup ([\d.]+), duplicates 0, lost 0\Z", out)
+
+
 def scoring_throughput(out: str) -> None:
     assert re.search(r"^[1-9]\d* real runs, \d+ successes by the oracle$", out, re.M), out
     positive(r"^ratio oracle/json throughput: ([\d.]+)\Z", out)
@@ -139,6 +147,7 @@ SUMMARIES: dict[str, Callable[[str], None]] = {
         poll_rate,
         real_pages,
         replay_bench,
+        scale_out,
         scoring_throughput,
     )
 }

@@ -14,6 +14,7 @@ import pytest
 from newsbench_dagster.core.agents.protocol import AgentManifest, build_agent
 from newsbench_dagster.core.agents.tools import BrowserTools
 from newsbench_dagster.core.artifacts import LocalArtifactStore
+from newsbench_dagster.core.errors import ConfigError
 from newsbench_dagster.core.harness.browser import BrowserOptions
 from newsbench_dagster.core.harness.runner import Runner, run_tasks
 from newsbench_dagster.core.harness.settings import RunSettings
@@ -242,3 +243,24 @@ def test_the_witness_asks_when_vague_and_refuses_the_impossible(scored, world):
     assert len(done) == 2
     for _, score in done:
         assert not score["success"] and score["verdicts"]["stop"] == "fail"
+
+
+def test_at_a_models_pace_it_waits_before_every_step_and_still_solves(world):
+    """`params.think_s`: the witness's answers at a model's pace (the scale-out benchmark's
+    agent). Every tool call waits first, so the run lasts at least steps x think_s."""
+    manifest = AgentManifest(
+        name="reference", version="t", adapter="reference", params={"think_s": 0.4}
+    )
+    ((run, score),) = world(build_agent(manifest), only={"find_top_headline"})
+    assert score["success"], score["checker"]
+    steps = len(run["trajectory"])
+    assert steps >= 3, run["trajectory"]
+    assert (run["ended_at"] - run["started_at"]).total_seconds() >= steps * 0.4
+
+
+@pytest.mark.parametrize("params", [{"think_s": -1}, {"think_s": "1s"}, {"pace": 1}])
+def test_a_bad_pace_is_a_config_error_naming_it(params):
+    with pytest.raises(ConfigError, match=r"agent reference: .*(think_s|pace)"):
+        build_agent(
+            AgentManifest(name="reference", version="t", adapter="reference", params=params)
+        )

@@ -10,10 +10,15 @@ greyed out), turns down the consent dialog, fills fields by the kind the page de
 autocomplete: what a browser's autofill reads, in any language), picks choices by the value
 the task names, submits once, and never goes past a payment step: there it stops and asks for
 approval.
+
+`params.think_s` (default 0) makes it wait that many seconds before every tool call: a model
+agent's pace (the time a model takes to choose each step) with the witness's answers, for
+sizing pools, workers and machines (`benchmarks/scale_out.py`, `benchmarks/overhead.py`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
@@ -21,6 +26,7 @@ from urllib.parse import quote, urljoin, urlsplit
 
 from newsbench_dagster.core.agents.protocol import AgentManifest, AgentTask
 from newsbench_dagster.core.agents.tools import BrowserTools
+from newsbench_dagster.core.errors import ConfigError
 from newsbench_dagster.core.reading.text import fuzzy
 
 SAME_HEADLINE = 0.9  # a teaser is the article asked about when its headline matches this well
@@ -61,6 +67,7 @@ def first_listed_url(nodes: list) -> str | None:
 class ReferenceAgent:
     def __init__(self, manifest: AgentManifest) -> None:
         self.manifest = manifest
+        self.think_s = _think_s(manifest)
         self._solvers: dict[str, Callable[[AgentTask, BrowserTools], Awaitable[None]]] = {
             "find_top_headline": self._top_headline,
             "extract_article_metadata": self._article_metadata,
@@ -78,6 +85,8 @@ class ReferenceAgent:
         }
 
     async def run(self, task: AgentTask, tools: BrowserTools) -> None:
+        if self.think_s:
+            tools = Paced(tools, self.think_s)
         solver = self._solvers.get(task.intent)
         if solver is None:
             # An honest stop: the reference agent does not guess at intents it cannot solve.
@@ -427,6 +436,36 @@ def _teaser_url(listing: list | None, headline: str) -> str | None:
     if best and fuzzy(best.get("headline"), headline) >= SAME_HEADLINE:
         return best.get("url")
     return None
+
+
+def _think_s(manifest: AgentManifest) -> float:
+    unknown = sorted(set(manifest.params) - {"think_s"})
+    if unknown:
+        raise ConfigError(f"agent {manifest.name}: unknown params {unknown} (known: think_s)")
+    think = manifest.params.get("think_s", 0)
+    if isinstance(think, bool) or not isinstance(think, int | float) or not 0 <= think <= 60:
+        raise ConfigError(
+            f"agent {manifest.name}: params.think_s must be seconds in [0, 60], not {think!r}"
+        )
+    return float(think)
+
+
+class Paced:
+    """The agent's tools, each call waiting `think_s` first (a model choosing its step)."""
+
+    def __init__(self, tools: BrowserTools, think_s: float) -> None:
+        self._tools, self._think_s = tools, think_s
+
+    def __getattr__(self, name: str):
+        found = getattr(self._tools, name)
+        if not asyncio.iscoroutinefunction(found):
+            return found
+
+        async def paced(*args, **kwargs):
+            await asyncio.sleep(self._think_s)
+            return await found(*args, **kwargs)
+
+        return paced
 
 
 def create(manifest: AgentManifest) -> ReferenceAgent:
