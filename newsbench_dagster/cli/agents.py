@@ -128,4 +128,5 @@ def agents_try(
             run_json.rsplit("/", 1)[0].removeprefix("file://"),
         )
     console.print(table)
-    print_passed(scores)
+    if not print_passed(scores, rows=rows):
+        raise typer.Exit(1)

@@ -229,12 +229,35 @@ def verdict_of(score: dict) -> str:
     return "excluded" if score["excluded"] else ("pass" if score["success"] else "fail")
 
 
-def print_passed(scores: dict[str, dict], excluded_means: str = "environment") -> None:
+def print_passed(
+    scores: dict[str, dict],
+    excluded_means: str = "environment",
+    rows: list[dict] | None = None,
+) -> bool:
+    """The summary line of a batch; the harness's own errors (a request it built wrong) in
+    red, one line each; and, loudly, a batch in which no run was scored at all, with why.
+    Returns whether any run was scored."""
+    from collections import Counter
+
     scored = [s for s in scores.values() if not s["excluded"]]
+    excluded = [s for s in scores.values() if s["excluded"]]
+    why = Counter(s["exclusion_reason"] or s["failure_class"] or "?" for s in excluded)
+    reasons = ", ".join(f"{k} {n}" for k, n in why.most_common())
+    for row in rows or []:
+        if row.get("env_failure") == "harness_error":
+            err.print(f"[bold red]harness error[/] in {row['run_id']}: {row.get('error')}")
+    if excluded and not scored:
+        first = next((r.get("error") for r in rows or [] if r.get("error")), None)
+        err.print(
+            f"[bold red]no run was scored: all {len(excluded)} excluded[/] ({reasons})"
+            + (f"; first error: {first}" if first else "")
+        )
+        return False
     err.print(
         f"{sum(bool(s['success']) for s in scored)}/{len(scored)} scored runs passed; "
-        f"{len(scores) - len(scored)} excluded ({excluded_means})"
+        f"{len(excluded)} excluded ({excluded_means}{': ' + reasons if reasons else ''})"
     )
+    return bool(scored)
 
 
 class StepLog:

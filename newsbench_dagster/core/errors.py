@@ -14,13 +14,33 @@ class InvalidTask(NewsbenchError):
 
 
 class ModelEndpointError(RuntimeError):
-    """A model-backed agent's endpoint failed. `environmental` says whose failure it is: True
-    when the endpoint could not be used at all (unreachable, timing out, 5xx or 429 after
-    retries, the key missing or refused), which says nothing about the agent; False when the
-    endpoint refused what the agent sent (a 400 for a context that grew too long, say) or
-    answered something unusable, which is the agent's doing."""
+    """A model-backed agent's endpoint failed. `fault` says whose failure it is:
 
-    def __init__(self, message: str, *, environmental: bool, status: int | None = None) -> None:
+    * "environment": the endpoint could not be used at all (unreachable, 5xx or 429 after
+      retries, the key missing or refused), which says nothing about the agent;
+    * "harness": the endpoint refused the request *we* built (a 4xx, or a 5xx whose body is a
+      validation error of the request): our bug, shown loudly, never blamed on anyone else;
+    * "agent": the endpoint answered something unusable, which is the agent's doing.
+    """
+
+    def __init__(self, message: str, *, fault: str, status: int | None = None) -> None:
         super().__init__(message)
-        self.environmental = environmental
+        if fault not in ("environment", "harness", "agent"):
+            raise ValueError(f"fault must be environment, harness or agent, not {fault!r}")
+        self.fault = fault
         self.status = status
+
+    @property
+    def environmental(self) -> bool:
+        return self.fault == "environment"
+
+
+class ModelOutputFailure(RuntimeError):
+    """What a model did that ends its run as the agent's failure, with `kind` its class in the
+    taxonomy (`scoring.failures.MODEL_OUTPUT_FAILURES`): output that ran past its token or
+    time cap, tool calls it kept getting wrong, prose where an action was due, a conversation
+    that no longer fits its context. Never an environment failure, never a crash."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind

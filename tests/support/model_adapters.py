@@ -5,6 +5,7 @@ a browser."""
 from __future__ import annotations
 
 import zipfile
+from types import SimpleNamespace
 from pathlib import Path
 
 FAKE_KEY = "sk-nbtest-FAKE-KEY-0b5e7c1d9a"  # recognisable, so a leak anywhere is found
@@ -28,6 +29,7 @@ class NoBrowserTools:
 
     def __init__(self) -> None:
         self.tokens = 0
+        self.trajectory = SimpleNamespace(answers=[])
 
     def use_tokens(self, n: int) -> None:
         self.tokens += n

@@ -7,6 +7,7 @@ model, prompt, parameters). The adapter names a module in this package that expo
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import json
@@ -66,16 +67,20 @@ class AgentTask(BaseModel):
 
 
 class Agent(Protocol):
-    """What the runner drives. `manifest` and `run` are required; the three hooks below are
+    """What the runner drives. `manifest` and `run` are required; the hooks below are
     optional (an agent without them gets the defaults), and the runner reads them only
-    through `needs_cdp`, `settings_of` and `outputs_of`, so this class lists every hook there
-    is.
+    through `needs_cdp`, `settings_of`, `serving`, `parallel_runs` and `outputs_of`, so this
+    class lists every hook there is.
 
     * `needs_cdp: bool` -- the agent brings its own browser logic and attaches over CDP: the
       runner gives it a Chromium of its own, reached through the guarded endpoint in
       `tools.cdp_url` (default False).
     * `describe() -> dict` -- the adapter's settings, recorded in the run's environment
       manifest (model, endpoint without credentials, versions...).
+    * `serve()` -- an async context manager the runner enters around a batch of runs (a
+      local model's server, shared by the batch and stopped after).
+    * `parallel_runs: int` -- how many of its runs may work at once (a local model that
+      serves one request at a time: 1, so no run's time budget is spent waiting for another).
     * `run_outputs(tools) -> dict` -- what the adapter kept of its agent, whatever happened
       to the run: bytes or text become artifacts, anything else the run row's `adapter`
       field. Stored, never trusted.
@@ -94,6 +99,18 @@ def needs_cdp(agent: Agent) -> bool:
 def settings_of(agent: Agent) -> dict[str, Any]:
     describe = getattr(agent, "describe", None)
     return describe() if describe else {}
+
+
+def serving(agent: Agent) -> contextlib.AbstractAsyncContextManager:
+    """The agent's `serve()` hook, entered by the runner around a batch (a local model's
+    server for all its runs), or nothing."""
+    serve = getattr(agent, "serve", None)
+    return serve() if serve else contextlib.nullcontext()
+
+
+def parallel_runs(agent: Agent) -> int | None:
+    """How many of the agent's runs may work at once (`parallel_runs`; None: the pool's)."""
+    return getattr(agent, "parallel_runs", None)
 
 
 def outputs_of(agent: Agent, tools: BrowserTools) -> dict[str, Any]:

@@ -23,10 +23,17 @@ import httpx
 from playwright.async_api import BrowserContext, Page, async_playwright
 from playwright.async_api import Error as PlaywrightError
 
-from newsbench_dagster.core.agents.protocol import Agent, AgentTask, needs_cdp, outputs_of
+from newsbench_dagster.core.agents.protocol import (
+    Agent,
+    AgentTask,
+    needs_cdp,
+    outputs_of,
+    parallel_runs,
+    serving,
+)
 from newsbench_dagster.core.agents.tools import BrowserTools, BudgetExceeded
 from newsbench_dagster.core.artifacts import ArtifactStore
-from newsbench_dagster.core.errors import InvalidTask, ModelEndpointError
+from newsbench_dagster.core.errors import InvalidTask, ModelEndpointError, ModelOutputFailure
 from newsbench_dagster.core.harness.browser import BrowserOptions, BrowserPool
 from newsbench_dagster.core.harness.capture import RunCapture
 from newsbench_dagster.core.harness.entry import load_entry
@@ -111,12 +118,18 @@ class Runner:
             self._capture_client = async_client(proxy=self.options.routing.proxy, timeout=30)
         if self.options.routing.events_url:
             self._events_client = async_client(timeout=5)
-        async with async_playwright() as pw:
+        # Agents that limit their own parallel runs (a local model serving one call at a
+        # time) wait for their turn before taking a browser slot.
+        turns = {id(a): asyncio.Semaphore(n) for a in self.agents if (n := parallel_runs(a))}
+        async with contextlib.AsyncExitStack() as served, async_playwright() as pw:
+            for agent in self.agents:  # a local model's server, for the whole batch
+                await served.enter_async_context(serving(agent))
 
             async def one(job):
                 # The pool bounds the runs at work in a browser; a run's tail (its context
                 # closed, the world's log of it, its row written) overlaps the next run.
-                async with sem:
+                turn = turns.get(id(job[1])) or contextlib.nullcontext()
+                async with turn, sem:
                     row, tail = await self._run_one(pw, *job, day=day)
                 if tail is not None:
                     row = await tail()
@@ -341,6 +354,8 @@ class Runner:
         row.update(run_status=status, error=error)
         if status == "model_unavailable":
             row.update(env_failed(EnvFailure.MODEL_UNAVAILABLE, error))
+        elif status == "harness_error":
+            row.update(env_failed(EnvFailure.HARNESS_ERROR, error))
         if state.cdp is not None:
             state.lifecycle += state.cdp.events
             row["cdp_messages"] = state.cdp.messages
@@ -374,11 +389,16 @@ class Runner:
         except BudgetExceeded as e:
             return ("answered" if tools.trajectory.answers else "budget_exceeded", str(e))
         except ModelEndpointError as e:
-            # The provider is infrastructure: unreachable or refusing is not the agent's
-            # failure; a request it rejected (too long a context) is.
-            if tools.trajectory.answers:
+            # The provider is infrastructure: unreachable or down is not the agent's failure;
+            # a request it refused as malformed is ours (the harness built it); an unusable
+            # answer is the agent's.
+            if tools.trajectory.answers and e.fault != "harness":
                 return "answered", str(e)
-            return ("model_unavailable" if e.environmental else "agent_error"), str(e)
+            status = {"environment": "model_unavailable", "harness": "harness_error"}
+            return status.get(e.fault, "agent_error"), str(e)
+        except ModelOutputFailure as e:
+            # The model's own output ended the run; an answer it gave before still stands.
+            return ("answered" if tools.trajectory.answers else e.kind), str(e)
         except PlaywrightError as e:
             if state.browser_lost():
                 raise  # the browser died under the agent: the environment's failure

@@ -36,7 +36,22 @@ class AgentFailure(StrEnum):
     PREMATURE_STOP = "premature_stop"  # stopped without an answer
     FALSE_SUCCESS_CLAIM = "false_success_claim"  # claimed success, the oracle disagrees
     POLICY_BLOCK = "policy_block"  # tried to leave the allowlist or break robots.txt
+    # A model agent's own output ended the run (core.errors.ModelOutputFailure):
+    RUNAWAY_OUTPUT = "runaway_output"  # a model call ran past its token or wall-clock cap
+    MALFORMED_TOOL_CALL = "malformed_tool_call"  # unknown tools, arguments that are not JSON
+    PROSE_INSTEAD_OF_ACTION = "prose_instead_of_action"  # talked instead of calling a tool
+    CONTEXT_OVERFLOW = "context_overflow"  # its conversation outgrew the model's context
 
+
+# The run statuses a model agent's output can end a run with, each its own class.
+MODEL_OUTPUT_FAILURES = frozenset(
+    {
+        AgentFailure.RUNAWAY_OUTPUT,
+        AgentFailure.MALFORMED_TOOL_CALL,
+        AgentFailure.PROSE_INSTEAD_OF_ACTION,
+        AgentFailure.CONTEXT_OVERFLOW,
+    }
+)
 
 SUCCESS = "success"
 # The page showed no answer when the run looked (a live blog with no entry yet, a topic page

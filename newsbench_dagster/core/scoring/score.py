@@ -14,7 +14,13 @@ from typing import Any
 
 from newsbench_dagster.core.scoring.checkers import Evidence, check
 from newsbench_dagster.core.scoring.checkers.base import stop_kind
-from newsbench_dagster.core.scoring.failures import SUCCESS, VOID, AgentFailure, EnvFailure
+from newsbench_dagster.core.scoring.failures import (
+    MODEL_OUTPUT_FAILURES,
+    SUCCESS,
+    VOID,
+    AgentFailure,
+    EnvFailure,
+)
 from newsbench_dagster.core.scoring.grading.grade import GradeResult, Judge, grade
 from newsbench_dagster.core.scoring.grading.spec import load_grading
 from newsbench_dagster.core.scoring.pii import pii_findings
@@ -48,6 +54,8 @@ def _failure_class(
         return SUCCESS
     if run["run_status"] in _OUT_OF_BUDGET and not answered:
         return AgentFailure.BUDGET_EXCEEDED.value
+    if run["run_status"] in MODEL_OUTPUT_FAILURES and not answered:
+        return run["run_status"]
     if run["run_status"] == "agent_error" and not answered:
         return AgentFailure.PLANNING.value
     if not answered:
@@ -432,3 +440,21 @@ def _excluded(reason: str, detail: str) -> dict:
         "verdicts": None,
         "checker": {"reason": f"excluded: {detail}"},
     }
+
+
+def per_agent(scores: list[dict]) -> dict[str, dict]:
+    """Per agent version: runs, scored, successes and what the excluded ones were excluded
+    as, so a batch whose every run of an agent was excluded says so instead of `0/0`."""
+    out: dict[str, dict] = {}
+    for s in scores:
+        a = out.setdefault(
+            s["agent_version"], {"runs": 0, "scored": 0, "successes": 0, "excluded_as": {}}
+        )
+        a["runs"] += 1
+        if s["excluded"]:
+            why = s.get("exclusion_reason") or s.get("failure_class") or "?"
+            a["excluded_as"][why] = a["excluded_as"].get(why, 0) + 1
+        else:
+            a["scored"] += 1
+            a["successes"] += int(bool(s["success"]))
+    return out

@@ -7,7 +7,7 @@ from newsbench_dagster.core.agents.protocol import build_agent
 from newsbench_dagster.core.analytics.tables import frame, records
 from newsbench_dagster.core.harness.build import build_runner
 from newsbench_dagster.core.harness.runner import run_tasks
-from newsbench_dagster.core.scoring.score import score_safely
+from newsbench_dagster.core.scoring.score import per_agent, score_safely
 from newsbench_dagster.core.scoring.witness import AMBIGUOUS, apply_witness
 from newsbench_dagster.defs.partitions import BROWSER_POOL, partition_of, site_day_asset
 from newsbench_dagster.defs.progress import RunLog
@@ -50,6 +50,9 @@ def agent_runs(
     )
     log = RunLog(context, len(tasks) * len(manifests) * browser.trials)
     rows = run_tasks(tasks, day, runner, log.progress) if tasks else []
+    for row in rows:  # a request the harness built wrong is ours: loud, never quiet
+        if row.get("env_failure") == "harness_error":
+            context.log.error(f"harness error in run {row['run_id']}: {row.get('error')}")
     df = frame("agent_runs", rows)
     context.add_output_metadata(
         {
@@ -79,12 +82,20 @@ def run_scores(
     rows = apply_witness(rows)
     df = frame("run_scores", rows)
     scored = df[~df["excluded"].astype(bool)]
+    by_agent = per_agent(rows)
+    for agent, counts in by_agent.items():
+        if counts["runs"] and not counts["scored"]:
+            context.log.warning(
+                f"{agent}: no run was scored, all {counts['runs']} excluded "
+                f"({counts['excluded_as']})"
+            )
     context.add_output_metadata(
         {
             "runs": len(df),
             "excluded": int(df["excluded"].astype(bool).sum()),
             "ambiguous": int((df["failure_class"] == AMBIGUOUS).sum()),
             "success_rate": float(scored["success"].astype(bool).mean()) if len(scored) else None,
+            "by_agent": MetadataValue.json(by_agent),
         }
     )
     return df

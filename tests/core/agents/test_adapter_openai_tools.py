@@ -18,7 +18,7 @@ from newsbench_dagster.core.agents.protocol import (
     load_manifest,
 )
 from newsbench_dagster.core.artifacts import LocalArtifactStore
-from newsbench_dagster.core.errors import ModelEndpointError
+from newsbench_dagster.core.errors import ModelEndpointError, ModelOutputFailure
 from newsbench_dagster.core.harness.runner import Runner, run_tasks
 from newsbench_dagster.core.harness.settings import RunSettings
 from newsbench_dagster.core.scoring.score import score_run
@@ -247,7 +247,7 @@ def test_endpoint_failures_end_the_run_with_a_clear_redacted_error(openai_batch)
 
 def test_openai_tools_retries_a_flaky_endpoint(harbor, monkeypatch):
     """A 503, then a reply: the loop retries and goes on (the model calls no tool, so no
-    browser is needed)."""
+    browser is needed); the reply is prose, which ends the run as the agent's failure."""
     _, tasks, _ = harbor
     task = next(t for t in tasks if t["intent"] == "extract_article_metadata")
     monkeypatch.setenv(KEY_ENV, FAKE_KEY)
@@ -255,7 +255,9 @@ def test_openai_tools_retries_a_flaky_endpoint(harbor, monkeypatch):
     with OpenAIDouble(script) as model:
         agent = build_agent(_manifest("flaky", model.base_url, retry_backoff_s=0.01))
         tools = NoBrowserTools()
-        asyncio.run(agent.run(AgentTask.from_task(task), tools))  # type: ignore[arg-type]
+        with pytest.raises(ModelOutputFailure, match="prose instead of calling a tool") as e:
+            asyncio.run(agent.run(AgentTask.from_task(task), tools))  # type: ignore[arg-type]
+    assert e.value.kind == "prose_instead_of_action"
     assert [r.path for r in model.completions] == ["/v1/chat/completions"] * 2
     assert tools.tokens == 120  # the double's default usage, counted once (the 503 has none)
     assert agent.run_outputs(tools)["model_loop"]["turns"] == 1

@@ -11,16 +11,26 @@ the done text is the answer dict, any other text is `{"text": ...}`; `claims_suc
 success flag.
 
 Manifest: `model`, `prompt` (appended to Browser Use's system prompt), and `params`:
-  base_url, api_key_env (default OPENAI_API_KEY), temperature (default 0), timeout_s (60),
-  retries (2), headers, use_vision (default false), use_judge (default false),
-  max_actions_per_step (default 3), max_failures (consecutive failed steps before it gives
-  up, default 3), flash_mode (default false).
+  base_url or local_model (core.agents.local_model), api_key_env (default OPENAI_API_KEY),
+  temperature (default 0), timeout_s (the wall-clock cap of one model call, 60),
+  max_completion_tokens (its token cap, 512), retries (2), headers, use_vision (default
+  false), use_judge (default false), max_actions_per_step (default 3), max_failures
+  (consecutive failed steps before it gives up, default 3), flash_mode (default false), and
+  structured_output: `json_schema` (the default for an endpoint elsewhere: Browser Use asks
+  for `response_format: json_schema`, as OpenAI and vLLM serve it) or `prompt` (the default
+  for a local model: the schema goes in the system prompt and no `response_format` is sent,
+  Browser Use's `dont_force_structured_output` + `add_schema_to_system_prompt`; for servers
+  without json_schema, such as llama-cpp-python's, which refuses it).
+A model call past its caps ends the run as `runaway_output`; the last step failing because the
+model's reply was not an action Browser Use could read, as `prose_instead_of_action`; a
+refused request, as chat_endpoint decides (core.agents.chat_endpoint).
 Browser Use's anonymized telemetry, its PyPI version check, its element highlighting (which
 would draw on the scored page) and its signal handlers are off.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -32,15 +42,17 @@ from collections.abc import Iterator
 from importlib import metadata
 from typing import Any
 
-from newsbench_dagster.core.agents.adapters.openai_tools import (
+from newsbench_dagster.core.agents.adapters.openai_tools import task_message
+from newsbench_dagster.core.agents.chat_endpoint import (
+    ChatEndpoint,
     Endpoint,
     public_url,
     redact,
-    task_message,
+    refusal,
 )
 from newsbench_dagster.core.agents.protocol import AgentManifest, AgentTask
 from newsbench_dagster.core.agents.tools import BrowserTools
-from newsbench_dagster.core.errors import ModelEndpointError
+from newsbench_dagster.core.errors import ConfigError, ModelEndpointError, ModelOutputFailure
 
 # Set only while Browser Use is imported and its agent built (synchronous code, so nothing else
 # runs meanwhile); Browser Use reads these there, and they never stay in os.environ.
@@ -107,6 +119,15 @@ class BrowserUseAgent:
         self.manifest = manifest
         p = manifest.params
         self.endpoint = Endpoint.of(manifest)
+        self.chat = ChatEndpoint(self.endpoint)
+        local = self.endpoint.local is not None
+        self.structured_output = p.get("structured_output", "prompt" if local else "json_schema")
+        if self.structured_output not in ("json_schema", "prompt"):
+            raise ConfigError(
+                f"agent {manifest.agent_version}: params.structured_output must be json_schema "
+                f"or prompt, not {self.structured_output!r}"
+            )
+        self.parallel_runs = 1 if local else None  # a local server answers one call at a time
         self.use_vision: bool = bool(p.get("use_vision", False))
         self.use_judge: bool = bool(p.get("use_judge", False))
         self.max_actions_per_step: int = int(p.get("max_actions_per_step", 3))
@@ -122,9 +143,8 @@ class BrowserUseAgent:
             "adapter": "browser_use",
             "browser_use_version": browser_use_version(),
             "model": self.manifest.model,
-            "base_url": public_url(self.endpoint.base_url),
-            "api_key_env": self.endpoint.api_key_env,
-            "temperature": self.endpoint.temperature,
+            **self.chat.describe(),
+            "structured_output": self.structured_output,
             "use_vision": self.use_vision,
             "use_judge": self.use_judge,
             "max_actions_per_step": self.max_actions_per_step,
@@ -132,6 +152,10 @@ class BrowserUseAgent:
             "max_failures": self.max_failures,
             "telemetry": False,
         }
+
+    def serve(self) -> contextlib.AbstractAsyncContextManager:
+        """The runner's batch hook: a local model's server for every run of the batch."""
+        return self.chat.serve()
 
     def run_outputs(self, tools: BrowserTools) -> dict:
         """What Browser Use did in this run (steps, max_steps, model errors), for the run row."""
@@ -162,6 +186,11 @@ class BrowserUseAgent:
         workdir: str,
     ) -> None:
         llm_failure: list[Exception] = []  # the model's last failure, if it failed last
+        chat, cap = self.chat, self.endpoint.timeout_s
+        token_cap = self.endpoint.max_completion_tokens
+        running: list[Any] = []  # the Browser Use agent, once built (to stop it)
+        if chat.start_error is not None:
+            raise ModelEndpointError(chat.start_error, fault="environment")
         with _quiet_env():
             from browser_use import Agent, BrowserSession
             from browser_use.llm.openai.chat import ChatOpenAI
@@ -172,10 +201,25 @@ class BrowserUseAgent:
             class _ChatModel(ChatOpenAI):
                 async def ainvoke(self, messages, output_format=None, **kwargs):  # type: ignore[no-untyped-def, override]
                     try:
-                        out = await super().ainvoke(messages, output_format, **kwargs)
+                        # A local server's calls take turns; the cap starts with the turn.
+                        async with chat.turn():
+                            call = super().ainvoke(messages, output_format, **kwargs)
+                            try:
+                                out = await asyncio.wait_for(call, cap)
+                            except TimeoutError:
+                                raise await chat.overran() from None
+                        used = getattr(out.usage, "completion_tokens", 0) or 0
+                        if used > token_cap:
+                            raise ModelOutputFailure(
+                                "runaway_output",
+                                f"the model generated {used} completion tokens in one call, "
+                                f"over its cap of {token_cap} (max_completion_tokens)",
+                            )
                     except Exception as e:
                         llm_failure[:] = [e]
                         stats["llm_errors"] += 1
+                        if isinstance(e, ModelOutputFailure) and running:
+                            running[0].stop()  # no further steps after a runaway
                         raise
                     llm_failure.clear()
                     return out
@@ -184,15 +228,19 @@ class BrowserUseAgent:
                 async def _log_agent_run(self) -> None:
                     pass  # no PyPI version check: runs are offline and never phone home
 
+            prompt_schema = self.structured_output == "prompt"
             llm = _ChatModel(
                 model=self.manifest.model or "",
-                base_url=self.endpoint.base_url,
+                base_url=chat.base_url,
                 api_key=key,
                 temperature=self.endpoint.temperature,
                 frequency_penalty=None,  # not every compatible server takes it
-                timeout=self.endpoint.timeout_s,
+                timeout=self.endpoint.timeout_s + 10,  # the cap above is what fires
                 max_retries=self.endpoint.retries,
                 default_headers=self.endpoint.headers or None,
+                max_completion_tokens=token_cap,
+                dont_force_structured_output=prompt_schema,
+                add_schema_to_system_prompt=prompt_schema,
             )
             session = BrowserSession(
                 cdp_url=tools.cdp_url,
@@ -224,8 +272,9 @@ class BrowserUseAgent:
                 enable_signal_handler=False,
                 calculate_cost=False,
                 file_system_path=workdir,
-                llm_timeout=int(self.endpoint.timeout_s),
+                llm_timeout=int(self.endpoint.timeout_s) + 20,
             )
+            running.append(agent)
         answered = False
         tokens_seen = 0
 
@@ -262,31 +311,36 @@ class BrowserUseAgent:
             )
             answered = True
         if not answered and llm_failure:
-            e = llm_failure[0]
-            environmental, status = _endpoint_fault(e)
-            raise ModelEndpointError(
-                f"model endpoint {public_url(self.endpoint.base_url)} failed: "
-                + redact(f"{type(e).__name__}: {e}", key)[:300],
-                environmental=environmental,
-                status=status,
-            )
+            raise _failure_of(llm_failure[0], public_url(chat.base_url), self.endpoint, key)
 
 
-def _endpoint_fault(e: BaseException) -> tuple[bool, int | None]:
-    """Whether a failed model call is the environment's fault, and its HTTP status. Browser
-    Use wraps every failure in ModelProviderError (status 502 by default, even for output it
-    could not parse), so the openai SDK error underneath decides: unreachable, timing out,
-    rate-limited, 5xx or refusing the key is the environment; anything else (a 400, output
-    that is not the structured answer asked for) is the agent's."""
+def _failure_of(e: BaseException, where: str, endpoint: Endpoint, key: str) -> Exception:
+    """What the model call that failed last means. Browser Use wraps every failure in
+    ModelProviderError (status 502 by default, even for output it could not parse), so the
+    openai SDK error underneath decides: unreachable or timing out is the environment's, an
+    HTTP error as chat_endpoint judges it (ours when it refused our request); our own caps
+    are the agent's; anything else is a reply Browser Use could not read as an action."""
     import openai
 
+    if isinstance(e, ModelOutputFailure | ModelEndpointError):
+        return e
     cause = e.__cause__ or e
+    text = redact(f"{type(e).__name__}: {e}", key)[:300]
     if isinstance(cause, openai.APIConnectionError):  # includes timeouts
-        return True, None
+        return ModelEndpointError(f"model endpoint {where} failed: {text}", fault="environment")
     if isinstance(cause, openai.APIStatusError):
         status = cause.status_code
-        return status in (401, 403, 408, 429) or status >= 500, status
-    return False, None
+        detail = redact(str(cause.message), key)[:300]
+        failure = refusal(status, detail, where, endpoint.api_key_env)
+        return failure or ModelEndpointError(
+            f"model endpoint {where} failed: HTTP {status}: {detail}",
+            fault="environment",
+            status=status,
+        )
+    return ModelOutputFailure(
+        "prose_instead_of_action",
+        f"the model's reply was not an action Browser Use could read: {text}",
+    )
 
 
 async def _focus_harness_page(session: Any, tools: BrowserTools) -> None:

@@ -9,15 +9,30 @@ by replying without tool calls.
 
 Manifest: `model` (the endpoint's model id), `prompt` (system prompt; a default is used when
 empty) and `params`:
-  base_url       the endpoint's base, e.g. https://api.openai.com/v1 (required)
+  base_url       the endpoint's base, e.g. https://api.openai.com/v1 (or `local_model`: a model
+                 the harness serves itself, core.agents.local_model)
   api_key_env    the environment variable holding the key (default OPENAI_API_KEY)
   temperature    default 0
   max_turns      model calls per run (default 20)
-  timeout_s      per HTTP request (default 60)
+  timeout_s      the wall-clock cap of one model call (default 60)
+  max_completion_tokens  the completion-token cap of one call (default 512)
   retries        extra attempts on a connection error, 429 or 5xx (default 2)
   retry_backoff_s first retry delay, doubled each time (default 1.0)
   max_result_bytes  tool results are cut to this many bytes before the model sees them (8192)
+  max_invalid_calls malformed tool calls in a row that end the run (default 3)
+  context_tokens the model's context window, which every prompt is fitted into
+                 (core.agents.context_budget; default: the local model's, else unbounded)
+  tools          the tools offered, by name (default: every tool of the API, and finish)
   headers        extra HTTP headers (e.g. an org or gateway header; never the key itself)
+
+What a real model does to a harness ends its run as the agent's failure, with its own class
+(never an environment failure, never a crash): a call past its caps (`runaway_output`),
+`max_invalid_calls` malformed calls in a row (`malformed_tool_call`: an unknown tool,
+arguments that are not JSON or not the tool's), a reply in prose with no answer given
+(`prose_instead_of_action`), a conversation that no longer fits (`context_overflow`). Tokens
+are the server's reported usage. Requests carry no `null` content and no structured-output
+field, so OpenAI, vLLM, Ollama and llama.cpp's servers all take them; who is to blame when one
+is refused is decided in core.agents.chat_endpoint.
 
 The key is read from the environment when a run starts, never at import; it is sent only in
 the Authorization header and redacted from any error text, so it cannot reach the trajectory,
@@ -27,22 +42,24 @@ the run row or artifacts.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-import os
 import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
-import httpx
-
+from newsbench_dagster.core.agents.chat_endpoint import (
+    ChatEndpoint,
+    Endpoint,
+    first_message,
+)
+from newsbench_dagster.core.agents.context_budget import ContextBudget
 from newsbench_dagster.core.agents.protocol import AgentManifest, AgentTask
 from newsbench_dagster.core.agents.tool_specs import tool_specs
 from newsbench_dagster.core.agents.tools import BrowserTools
 from newsbench_dagster.core.agents.trajectory import truncate_utf8
-from newsbench_dagster.core.errors import ConfigError, ModelEndpointError
-from newsbench_dagster.core.web.network import async_client
+from newsbench_dagster.core.errors import ConfigError, ModelOutputFailure
 
 DEFAULT_SYSTEM_PROMPT = """You are a careful web research agent working in a real browser.
 The page named in the task is already open. Use the tools to look at pages (read_page and
@@ -51,9 +68,6 @@ accessibility_snapshot show what is on it) and to navigate. Only report what the
 When you know the answer, call `answer` with a JSON object whose keys are short lowercase
 names of what was asked (for example headline, url, authors, published, modified, text, time;
 times as ISO 8601), and claims_success=true only if you are confident. Then call `finish`."""
-
-RETRY_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
-REDACTED = "[redacted]"
 
 
 # -- the tool table ----------------------------------------------------------------------------
@@ -111,14 +125,14 @@ def _tools() -> dict[str, Tool]:
 TOOLS: dict[str, Tool] = _tools()
 
 
-def chat_tools() -> list[dict]:
-    """The `tools` array of a Chat Completions request."""
+def chat_tools(tools: dict[str, Tool] | None = None) -> list[dict]:
+    """The `tools` array of a Chat Completions request (every tool by default)."""
     return [
         {
             "type": "function",
             "function": {"name": name, "description": t.description, "parameters": t.parameters},
         }
-        for name, t in TOOLS.items()
+        for name, t in (TOOLS if tools is None else tools).items()
     ]
 
 
@@ -128,18 +142,6 @@ def _truncate(text: str, limit: int) -> str:
     if not truncated:
         return text
     return f"{cut}\n...[truncated: {len(text.encode('utf-8')) - limit} more bytes]"
-
-
-def redact(text: str, secret: str | None) -> str:
-    return text.replace(secret, REDACTED) if secret else text
-
-
-def public_url(url: str) -> str:
-    """The URL without credentials or query (either could carry a key)."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 def task_message(task: AgentTask) -> str:
@@ -173,61 +175,26 @@ def _check_args(name: str, tool: Tool, args: Any) -> str | None:
     return None
 
 
-# -- the endpoint ------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Endpoint:
-    """Where a model-backed adapter's model lives, from its manifest (both adapters)."""
-
-    base_url: str
-    api_key_env: str
-    temperature: float
-    timeout_s: float
-    retries: int
-    headers: dict[str, str]
-
-    @classmethod
-    def of(cls, manifest: AgentManifest) -> Endpoint:
-        """The manifest's endpoint, or a ConfigError naming the agent and the field."""
-        p, who = manifest.params, f"agent {manifest.agent_version}"
-        if not manifest.model:
-            raise ConfigError(f"{who}: {manifest.adapter} needs `model`")
-        if not isinstance(p.get("base_url"), str) or not p["base_url"].startswith("http"):
-            raise ConfigError(f"{who}: {manifest.adapter} needs params.base_url (http...)")
-        endpoint = cls(
-            base_url=p["base_url"].rstrip("/"),
-            api_key_env=p.get("api_key_env", "OPENAI_API_KEY"),
-            temperature=float(p.get("temperature", 0.0)),
-            timeout_s=float(p.get("timeout_s", 60.0)),
-            retries=int(p.get("retries", 2)),
-            headers={str(k): str(v) for k, v in (p.get("headers") or {}).items()},
-        )
-        if any(k.lower() == "authorization" for k in endpoint.headers):
-            raise ConfigError(
-                f"{who}: the key comes from {endpoint.api_key_env}, not from params.headers"
-            )
-        return endpoint
-
-    def key(self) -> str:
-        """The key, read from the environment when a run starts (never at import)."""
-        key = os.environ.get(self.api_key_env)
-        if not key:
-            raise ModelEndpointError(
-                f"the model key is not set: environment variable {self.api_key_env} is empty",
-                environmental=True,
-            )
-        return key
-
-
 # -- the agent ---------------------------------------------------------------------------------
 class OpenAIToolsAgent:
     def __init__(self, manifest: AgentManifest) -> None:
         self.manifest = manifest
-        p = manifest.params
+        p, who = manifest.params, f"agent {manifest.agent_version}"
         self.endpoint = Endpoint.of(manifest)
+        self.chat = ChatEndpoint(self.endpoint, float(p.get("retry_backoff_s", 1.0)))
         self.max_turns: int = int(p.get("max_turns", 20))
-        self.retry_backoff_s: float = float(p.get("retry_backoff_s", 1.0))
         self.max_result_bytes: int = int(p.get("max_result_bytes", 8192))
+        self.max_invalid_calls: int = int(p.get("max_invalid_calls", 3))
+        local = self.endpoint.local
+        self.context_tokens: int | None = p.get("context_tokens") or (local and local.n_ctx)
+        offered = p.get("tools") or list(TOOLS)
+        unknown = sorted(set(offered) - set(TOOLS)) if isinstance(offered, list) else offered
+        if unknown:
+            raise ConfigError(f"{who}: params.tools: unknown {unknown} (known: {', '.join(TOOLS)})")
+        self.tools = {name: TOOLS[name] for name in offered}
         self.system_prompt = manifest.prompt or DEFAULT_SYSTEM_PROMPT
+        # A local server answers one call at a time: its runs take turns (runner hook).
+        self.parallel_runs = 1 if local is not None else None
         # Per run (one agent serves concurrent runs): counts only, never message contents.
         self._stats: weakref.WeakKeyDictionary[BrowserTools, dict] = weakref.WeakKeyDictionary()
 
@@ -237,81 +204,147 @@ class OpenAIToolsAgent:
         return {
             "adapter": "openai_tools",
             "model": self.manifest.model,
-            "base_url": public_url(self.endpoint.base_url),
-            "api_key_env": self.endpoint.api_key_env,
-            "temperature": self.endpoint.temperature,
+            **self.chat.describe(),
             "max_turns": self.max_turns,
             "max_result_bytes": self.max_result_bytes,
-            "tools": list(TOOLS),
+            "max_invalid_calls": self.max_invalid_calls,
+            "context_tokens": self.context_tokens,
+            "tools": list(self.tools),
             "vision": False,
         }
 
+    def serve(self) -> contextlib.AbstractAsyncContextManager:
+        """The runner's batch hook: a local model's server for every run of the batch."""
+        return self.chat.serve()
+
     def run_outputs(self, tools: BrowserTools) -> dict:
-        """What this run's loop did (turns, tool calls, malformed calls), for the run row."""
+        """What this run's loop did (turns, tool calls, malformed calls, context trims, why it
+        stopped), for the run row."""
         return {"model_loop": dict(self._stats.get(tools, {}))}
 
     async def run(self, task: AgentTask, tools: BrowserTools) -> None:
         key = self.endpoint.key()
-        stats = self._stats[tools] = {"turns": 0, "tool_calls": 0, "invalid_tool_calls": 0}
+        stats = self._stats[tools] = {
+            "turns": 0,
+            "tool_calls": 0,
+            "invalid_tool_calls": 0,
+            "completion_tokens": [],
+            "call_seconds": [],
+        }
+        budget = (
+            ContextBudget(self.context_tokens, self.endpoint.max_completion_tokens)
+            if self.context_tokens
+            else None
+        )
         messages: list[dict] = [
             {"role": "system", "content": self.system_prompt},
             {"role": "user", "content": task_message(task)},
         ]
-        headers = {**self.endpoint.headers, "Authorization": f"Bearer {key}"}
-        # Proxy settings from the environment apply to a real endpoint, never to loopback.
-        loopback = urlsplit(self.endpoint.base_url).hostname in ("127.0.0.1", "localhost", "::1")
-        async with async_client(
-            headers=headers, timeout=self.endpoint.timeout_s, trust_env=not loopback
-        ) as client:
-            for _ in range(self.max_turns):
-                body = await self._complete(client, messages, key)
-                stats["turns"] += 1
-                usage = body.get("usage") or {}
-                used = int(usage.get("prompt_tokens") or 0) + int(
-                    usage.get("completion_tokens") or 0
+        specs = chat_tools(self.tools)
+        try:
+            async with self.chat.client(key) as client:
+                await self._loop(task, tools, client, key, messages, specs, stats, budget)
+        except ModelOutputFailure as e:
+            stats["stopped"] = e.kind
+            raise
+        finally:
+            if budget is not None:
+                stats["context"] = budget.as_dict()
+
+    async def _loop(self, task, tools, client, key, messages, specs, stats, budget) -> None:  # noqa: PLR0913
+        invalid_in_a_row = 0
+        cap = self.endpoint.max_completion_tokens
+        for _ in range(self.max_turns):
+            sent = budget.fit(messages, specs) if budget else messages
+            payload = {
+                "model": self.manifest.model,
+                "messages": sent,
+                "tools": specs,
+                "tool_choice": "auto",
+                "temperature": self.endpoint.temperature,
+                "max_tokens": cap,
+            }
+            started = asyncio.get_running_loop().time()
+            body = await self.chat.complete(client, payload, key)
+            stats["call_seconds"].append(round(asyncio.get_running_loop().time() - started, 2))
+            stats["turns"] += 1
+            usage = body.get("usage") or {}
+            prompt_tokens = int(usage.get("prompt_tokens") or 0)
+            completion = int(usage.get("completion_tokens") or 0)
+            stats["completion_tokens"].append(completion)
+            if budget:
+                budget.calibrate(prompt_tokens)
+            tools.use_tokens(prompt_tokens + completion or int(usage.get("total_tokens") or 0))
+            message, finish = first_message(body, key)
+            calls = message.get("tool_calls") or []
+            if completion > cap:
+                raise ModelOutputFailure(
+                    "runaway_output",
+                    f"the model generated {completion} completion tokens in one call, over its "
+                    f"cap of {cap} (max_completion_tokens; the server did not stop it)",
                 )
-                tools.use_tokens(used or int(usage.get("total_tokens") or 0))
-                message = _first_message(body, key)
-                calls = message.get("tool_calls") or []
-                # The assistant turn goes back verbatim (minus fields some servers reject).
+            if finish == "length" and not calls:
+                raise ModelOutputFailure(
+                    "runaway_output",
+                    f"the model's reply was cut at its {cap}-token cap without a tool call",
+                )
+            # The assistant turn goes back as sent, with a string content (llama.cpp's server
+            # refuses null beside tool_calls; OpenAI, vLLM and Ollama take either).
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": message.get("content") or "",
+                    **({"tool_calls": calls} if calls else {}),
+                }
+            )
+            if not calls:
+                text = str(message.get("content") or "").strip()
+                if text and not tools.trajectory.answers:
+                    stats["prose"] = text[:500]
+                    raise ModelOutputFailure(
+                        "prose_instead_of_action",
+                        f"the model replied in prose instead of calling a tool: {text[:200]!r}",
+                    )
+                return  # the model is done talking
+            finished, valid = False, False
+            for call in calls:
+                result, done, ok = await self._dispatch(call, tools, stats)
+                finished, valid = finished or done, valid or ok
                 messages.append(
                     {
-                        "role": "assistant",
-                        "content": message.get("content"),
-                        **({"tool_calls": calls} if calls else {}),
+                        "role": "tool",
+                        "tool_call_id": (call.get("id") if isinstance(call, dict) else None)
+                        or "missing",
+                        "content": _truncate(
+                            json.dumps(result, ensure_ascii=False, default=str),
+                            self.max_result_bytes,
+                        ),
                     }
                 )
-                if not calls:
-                    return  # the model is done talking
-                finished = False
-                for call in calls:
-                    result, done = await self._dispatch(call, tools, stats)
-                    finished = finished or done
-                    messages.append(
-                        {
-                            "role": "tool",
-                            "tool_call_id": (call.get("id") if isinstance(call, dict) else None)
-                            or "missing",
-                            "content": _truncate(
-                                json.dumps(result, ensure_ascii=False, default=str),
-                                self.max_result_bytes,
-                            ),
-                        }
-                    )
-                if finished:
-                    return
-            stats["stopped"] = f"max_turns ({self.max_turns}) reached"
+            invalid_in_a_row = 0 if valid else invalid_in_a_row + 1
+            if invalid_in_a_row >= self.max_invalid_calls and not tools.trajectory.answers:
+                raise ModelOutputFailure(
+                    "malformed_tool_call",
+                    f"{invalid_in_a_row} turns of malformed tool calls in a row "
+                    f"(max_invalid_calls); the last: {result.get('error')}",
+                )
+            if finished:
+                return
+        stats["stopped"] = f"max_turns ({self.max_turns}) reached"
 
-    async def _dispatch(self, call: Any, tools: BrowserTools, stats: dict) -> tuple[Any, bool]:
-        """Run one tool call; a malformed one is recorded and told to the model."""
+    async def _dispatch(
+        self, call: Any, tools: BrowserTools, stats: dict
+    ) -> tuple[Any, bool, bool]:
+        """Run one tool call: (result, finished, valid); a malformed one is recorded and
+        told to the model."""
         fn = (call.get("function") or {}) if isinstance(call, dict) else {}
         name = fn.get("name")
         raw = fn.get("arguments") or "{}"
-        tool = TOOLS.get(name) if isinstance(name, str) else None
+        tool = self.tools.get(name) if isinstance(name, str) else None
         error: str | None = None
         args: Any = None
         if tool is None:
-            error = f"unknown tool {name!r}; the tools are: {', '.join(TOOLS)}"
+            error = f"unknown tool {name!r}; the tools are: {', '.join(self.tools)}"
         else:
             try:
                 args = json.loads(raw) if isinstance(raw, str) else raw
@@ -322,89 +355,12 @@ class OpenAIToolsAgent:
         if error is None and tool is not None:
             stats["tool_calls"] += 1
             try:
-                return await tool.call(tools, args), name == "finish"
+                return await tool.call(tools, args), name == "finish", True
             except (TypeError, ValueError) as e:  # bad values the tool itself refuses
                 error = f"{name}: {e}"
         stats["invalid_tool_calls"] += 1
         _record_invalid(tools, name, raw, error or "invalid call")
-        return {"ok": False, "error": error}, False
-
-    async def _complete(self, client: httpx.AsyncClient, messages: list[dict], key: str) -> dict:
-        payload = {
-            "model": self.manifest.model,
-            "messages": messages,
-            "tools": chat_tools(),
-            "tool_choice": "auto",
-            "temperature": self.endpoint.temperature,
-        }
-        url = f"{self.endpoint.base_url}/chat/completions"
-        where = public_url(url)
-        last = ""
-        for attempt in range(self.endpoint.retries + 1):
-            if attempt:
-                await asyncio.sleep(self.retry_backoff_s * 2 ** (attempt - 1))
-            try:
-                response = await client.post(url, json=payload)
-            except httpx.TimeoutException as e:
-                last = f"timed out after {self.endpoint.timeout_s:g}s ({type(e).__name__})"
-                continue
-            except httpx.TransportError as e:
-                last = f"unreachable ({type(e).__name__}: {redact(str(e), key)})"
-                continue
-            if response.status_code in RETRY_STATUSES:
-                last = f"HTTP {response.status_code}: {_error_text(response, key)}"
-                continue
-            if response.status_code in (401, 403):
-                raise ModelEndpointError(
-                    f"model endpoint {where} refused the key from {self.endpoint.api_key_env}: "
-                    f"HTTP {response.status_code}: {_error_text(response, key)}",
-                    environmental=True,
-                    status=response.status_code,
-                )
-            if response.status_code >= 400:
-                raise ModelEndpointError(
-                    f"model endpoint {where} rejected the request: "
-                    f"HTTP {response.status_code}: {_error_text(response, key)}",
-                    environmental=False,
-                    status=response.status_code,
-                )
-            try:
-                body = response.json()
-            except ValueError:
-                raise ModelEndpointError(
-                    f"model endpoint {where} answered HTTP {response.status_code} with non-JSON",
-                    environmental=False,
-                ) from None
-            if not isinstance(body, dict):
-                raise ModelEndpointError(
-                    f"model endpoint {where} answered a JSON {type(body).__name__}, not an object",
-                    environmental=False,
-                )
-            return body
-        raise ModelEndpointError(
-            f"model endpoint {where} failed after {self.endpoint.retries + 1} attempt(s): {last}",
-            environmental=True,
-        )
-
-
-def _error_text(response: httpx.Response, key: str) -> str:
-    try:
-        detail = (response.json().get("error") or {}).get("message") or response.text
-    except (ValueError, AttributeError):
-        detail = response.text
-    return redact(str(detail), key)[:300]
-
-
-def _first_message(body: dict, key: str) -> dict:
-    choices = body.get("choices")
-    message = choices[0].get("message") if isinstance(choices, list) and choices else None
-    if not isinstance(message, dict):
-        raise ModelEndpointError(
-            "model endpoint answered without choices[0].message: "
-            + redact(json.dumps(body)[:200], key),
-            environmental=False,
-        )
-    return message
+        return {"ok": False, "error": error}, False, False
 
 
 def _record_invalid(tools: BrowserTools, name: Any, raw: Any, error: str) -> None:

