@@ -157,6 +157,9 @@ class LocalModelServer:
             "--chat_format", m.chat_format, "--n_ctx", str(m.n_ctx),
             "--host", "127.0.0.1", "--port", str(self.port),
             "--verbose", "False",
+            # Every core (llama-cpp-python's default is half): prompt reading is the cost.
+            "--n_threads", str(os.cpu_count() or 1),
+            "--n_threads_batch", str(os.cpu_count() or 1),
             # Requests take turns on `lock`; none should cut another's stream short.
             "--interrupt_requests", "False",
         ]  # fmt: skip

@@ -21,6 +21,10 @@ Manifest: `model`, `prompt` (appended to Browser Use's system prompt), and `para
   for a local model: the schema goes in the system prompt and no `response_format` is sent,
   Browser Use's `dont_force_structured_output` + `add_schema_to_system_prompt`; for servers
   without json_schema, such as llama-cpp-python's, which refuses it).
+Its observation budget, for small contexts: `actions` (the Browser Use actions offered, by
+name; default all: each costs schema in the prompt), `max_page_chars` (the page's interactive
+elements shown per step, Browser Use's max_clickable_elements_length; default 40000, or what a
+known context leaves: `context_tokens`, or the local model's), `max_history_items`.
 A model call past its caps ends the run as `runaway_output`; the last step failing because the
 model's reply was not an action Browser Use could read, as `prose_instead_of_action`; a
 refused request, as chat_endpoint decides (core.agents.chat_endpoint).
@@ -133,6 +137,12 @@ class BrowserUseAgent:
         self.max_actions_per_step: int = int(p.get("max_actions_per_step", 3))
         self.flash_mode: bool = bool(p.get("flash_mode", False))
         self.max_failures: int = int(p.get("max_failures", 3))  # consecutive failed steps
+        self.actions: list[str] | None = p.get("actions")
+        context = p.get("context_tokens") or (local and self.endpoint.local.n_ctx)
+        # What a known context leaves the page: half of it, at ~3 characters a token.
+        default_chars = min(40000, int(context * 1.5)) if context else 40000
+        self.max_page_chars: int = int(p.get("max_page_chars", default_chars))
+        self.max_history_items: int | None = p.get("max_history_items")
         # Per run (one agent serves concurrent runs).
         self._stats: weakref.WeakKeyDictionary[BrowserTools, dict] = weakref.WeakKeyDictionary()
 
@@ -150,6 +160,8 @@ class BrowserUseAgent:
             "max_actions_per_step": self.max_actions_per_step,
             "flash_mode": self.flash_mode,
             "max_failures": self.max_failures,
+            "actions": self.actions,
+            "max_page_chars": self.max_page_chars,
             "telemetry": False,
         }
 
@@ -192,13 +204,20 @@ class BrowserUseAgent:
         if chat.start_error is not None:
             raise ModelEndpointError(chat.start_error, fault="environment")
         with _quiet_env():
-            from browser_use import Agent, BrowserSession
+            from browser_use import Agent, BrowserSession, Tools
+            from browser_use.llm.exceptions import ModelOutputTruncatedError
             from browser_use.llm.openai.chat import ChatOpenAI
             from browser_use.telemetry.service import ProductTelemetry
 
             ProductTelemetry()  # the singleton is built here, with telemetry off
 
             class _ChatModel(ChatOpenAI):
+                def get_client(self):  # type: ignore[no-untyped-def]
+                    client = super().get_client()
+                    # llama-cpp-python reads `max_tokens` only (Browser Use sends
+                    # max_completion_tokens): the local server gets both.
+                    return _WithMaxTokens(client, token_cap) if chat.server else client
+
                 async def ainvoke(self, messages, output_format=None, **kwargs):  # type: ignore[no-untyped-def, override]
                     try:
                         # A local server's calls take turns; the cap starts with the turn.
@@ -215,6 +234,15 @@ class BrowserUseAgent:
                                 f"the model generated {used} completion tokens in one call, "
                                 f"over its cap of {token_cap} (max_completion_tokens)",
                             )
+                    except ModelOutputTruncatedError as e:  # cut at the cap: a runaway
+                        e = ModelOutputFailure(
+                            "runaway_output", f"the model's reply was cut at its cap: {e}"
+                        )
+                        llm_failure[:] = [e]
+                        stats["llm_errors"] += 1
+                        if running:
+                            running[0].stop()
+                        raise e from None
                     except Exception as e:
                         llm_failure[:] = [e]
                         stats["llm_errors"] += 1
@@ -258,9 +286,16 @@ class BrowserUseAgent:
                 user_data_dir=os.path.join(workdir, "profile"),
                 downloads_path=os.path.join(workdir, "downloads"),
             )
+            offered = None
+            if self.actions is not None:
+                every = list(Tools().registry.registry.actions)
+                offered = Tools(exclude_actions=[a for a in every if a not in self.actions])
             agent = _Agent(
                 task=task_message(task) + "\n" + ANSWER_NOTE,
                 llm=llm,
+                tools=offered,
+                max_clickable_elements_length=self.max_page_chars,
+                max_history_items=self.max_history_items,
                 browser_session=session,
                 use_vision=self.use_vision,
                 use_judge=self.use_judge,
@@ -312,6 +347,18 @@ class BrowserUseAgent:
             answered = True
         if not answered and llm_failure:
             raise _failure_of(llm_failure[0], public_url(chat.base_url), self.endpoint, key)
+
+
+class _WithMaxTokens:
+    """An openai client whose chat completion requests also carry `max_tokens`."""
+
+    def __init__(self, client: Any, cap: int) -> None:
+        self._client, self._cap = client, cap
+        self.chat = self.completions = self
+
+    async def create(self, **kwargs: Any) -> Any:
+        kwargs["extra_body"] = {**(kwargs.get("extra_body") or {}), "max_tokens": self._cap}
+        return await self._client.chat.completions.create(**kwargs)
 
 
 def _failure_of(e: BaseException, where: str, endpoint: Endpoint, key: str) -> Exception:
