@@ -5,8 +5,8 @@ a browser."""
 from __future__ import annotations
 
 import zipfile
-from types import SimpleNamespace
 from pathlib import Path
+from types import SimpleNamespace
 
 FAKE_KEY = "sk-nbtest-FAKE-KEY-0b5e7c1d9a"  # recognisable, so a leak anywhere is found
 KEY_ENV = "NEWSBENCH_TEST_MODEL_KEY"
