@@ -9,7 +9,12 @@ A script is either a callable `(request_json) -> message` or a list of messages 
 consumed in order. A message is what the assistant says: `reply("text")`, `tool_call(...)`
 messages, or any dict with `content` / `tool_calls`. A message may carry `usage` (prompt and
 completion tokens) to override the default figures, or be an `HttpError` to answer with an
-HTTP error instead. Every request is recorded (path, headers, parsed JSON body).
+HTTP error instead. A message may also carry `delay_s` (the double waits that long before
+answering: a model still generating) and `finish_reason`. With `strict=True` the double
+refuses what llama-cpp-python's server refuses, with the very messages it answered this
+harness with (HTTP 500 with a pydantic validation error): an assistant turn whose `content`
+is null, and `response_format` of type json_schema. Every request is recorded (path,
+headers, parsed JSON body).
 """
 
 from __future__ import annotations
@@ -101,10 +106,12 @@ class OpenAIDouble:
         model: str = "double-1",
         prompt_tokens: int = 100,
         completion_tokens: int = 20,
+        strict: bool = False,
     ) -> None:
         self._script = script
         self._queue: list[Any] | None = list(script) if isinstance(script, list) else None
         self.model = model
+        self.strict = strict
         self.prompt_tokens = prompt_tokens
         self.completion_tokens = completion_tokens
         self.requests: list[RecordedRequest] = []
@@ -211,6 +218,9 @@ class OpenAIDouble:
         return step(body) if callable(step) else step
 
     def _answer(self, body: dict) -> tuple[int, dict, dict]:
+        refused = _llama_cpp_refusal(body) if self.strict else None
+        if refused is not None:
+            return 500, _error_body(refused, "internal_server_error"), {}
         try:
             message = self._next_message(body)
         except Exception as e:  # noqa: BLE001 - a broken script is reported, not raised
@@ -219,6 +229,8 @@ class OpenAIDouble:
         if isinstance(message, HttpError):
             return message.status, _error_body(message.message), message.headers
         message = dict(message)
+        time.sleep(float(message.pop("delay_s", 0)))
+        finish_reason = message.pop("finish_reason", None)
         usage = message.pop("usage", None) or {}
         prompt = int(usage.get("prompt_tokens", self.prompt_tokens))
         completion = int(usage.get("completion_tokens", self.completion_tokens))
@@ -244,7 +256,7 @@ class OpenAIDouble:
                     {
                         "index": 0,
                         "message": out_message,
-                        "finish_reason": "tool_calls" if tool_calls else "stop",
+                        "finish_reason": finish_reason or ("tool_calls" if tool_calls else "stop"),
                         "logprobs": None,
                     }
                 ],
@@ -254,8 +266,27 @@ class OpenAIDouble:
         )
 
 
-def _error_body(message: str) -> dict:
-    return {"error": {"message": message, "type": "test_double_error", "code": None}}
+def _error_body(message: str, kind: str = "test_double_error") -> dict:
+    return {"error": {"message": message, "type": kind, "code": None}}
+
+
+def _llama_cpp_refusal(body: dict) -> str | None:
+    """What llama-cpp-python 0.3.36's server answered (HTTP 500) to a request it refuses, as
+    it answered this harness (its messages, cut to their first error), or None."""
+    for i, m in enumerate(body.get("messages") or []):
+        if m.get("role") == "assistant" and m.get("content", "") is None:
+            return (
+                "7 validation errors:\n  {'type': 'string_type', 'loc': ('body', 'messages', "
+                f"{i}, 'ChatCompletionRequestAssistantMessage', 'content'), 'msg': 'Input "
+                "should be a valid string', 'input': None}"
+            )
+    if (body.get("response_format") or {}).get("type") == "json_schema":
+        return (
+            "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', "
+            "'response_format', 'type'), 'msg': \"Input should be 'text' or 'json_object'\", "
+            "'input': 'json_schema', 'ctx': {'expected': \"'text' or 'json_object'\"}}"
+        )
+    return None
 
 
 def text_of(messages: Iterable[dict]) -> str:

@@ -125,6 +125,7 @@ class LocalModelServer:
     def describe(self) -> dict:
         return {
             "server": "llama-cpp-python",
+            "base_url": self.base_url,
             "model_file": self.model.path.name,
             "model_bytes": self.model.path.stat().st_size,
             "n_ctx": self.model.n_ctx,
