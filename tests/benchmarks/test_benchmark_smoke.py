@@ -8,6 +8,7 @@ modules the scripts share.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import os
@@ -68,6 +69,18 @@ def hour_sweep(out: str) -> None:
     assert re.search(r"^2026-11-30 00:00 +(\d+) +\1 +0 +0 +0$", out, re.M), out
     found = re.search(r"^hour sweep: runs (\d+), reference failures 0, void 0\Z", out, re.M)
     assert found and int(found.group(1)) >= len(ALL_INTENTS), out
+
+
+def model_agent(out: str) -> None:
+    # Every run of the real model ended scored or in an agent's class; none was excluded.
+    found = re.search(
+        r"^model agent: runs (\d+), scored (\d+), environment failures 0, capped \d+, "
+        r"median tokens/task \d+, median s/call [\d.]+\Z",
+        out,
+        re.M,
+    )
+    assert found and found.group(1) == found.group(2) != "0", out
+    assert re.search(r"^all +\d+ +\d+ +\d+% \[\d+%, \d+%\]$", out, re.M), out
 
 
 def newsroom_rps(out: str) -> None:
@@ -141,6 +154,7 @@ SUMMARIES: dict[str, Callable[[str], None]] = {
         feed_parse,
         gate_power,
         hour_sweep,
+        model_agent,
         newsroom_rps,
         oracle_meta_eval,
         overhead,
@@ -162,6 +176,10 @@ def test_benchmark_smoke(name: str):
     assert name in SUMMARIES, f"benchmarks/{name}.py: add the check of its summary to this file"
     if name == "real_pages" and not (DEVSET / "truth.jsonl").is_file():
         pytest.skip(f"the dev set of real pages is not at {DEVSET} (it lives beside the project)")
+    if name == "model_agent" and importlib.util.find_spec("llama_cpp") is None:
+        if os.environ.get("NEWSBENCH_REQUIRE_LOCAL_MODEL") == "1":
+            pytest.fail("NEWSBENCH_REQUIRE_LOCAL_MODEL=1 but the local-model extra is missing")
+        pytest.skip("the local-model extra is not installed (scripts/install.sh --local-model)")
     done = subprocess.run(
         [sys.executable, f"benchmarks/{name}.py", "--smoke"],
         cwd=ROOT,

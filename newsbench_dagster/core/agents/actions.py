@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from typing import Any, Literal, Unpack
+from urllib.parse import urljoin
 
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Locator, Page
@@ -30,6 +31,9 @@ NAVIGATION_TIMEOUT_MS = 15_000
 MAX_WAIT_S = 10.0
 
 NOT_SITE_ERRORS = ("ERR_BLOCKED_BY_CLIENT", "interrupted by another navigation")
+# What a failed navigation must say to be the site's failure: a network error or a timeout.
+# Anything else (an invalid URL a model made up, say) is about what the agent asked for.
+SITE_ERROR_MARKS = ("net::ERR_", "Timeout")
 
 _SCROLL_JS = """(dy) => { window.scrollBy({top: dy, left: 0, behavior: "instant"});
   return window.scrollY; }"""
@@ -76,11 +80,12 @@ class PageActions:
 
     # -- navigation --------------------------------------------------------------------------
     async def goto(self, url: str) -> dict:
-        """Open a URL in the current tab.
+        """Open a URL in the current tab (a relative URL is resolved against the page's).
 
         A navigation that fails at the network level (or answers 5xx) is kept as a site error:
         evidence that the environment, not the agent, broke."""
         with self._step("goto", {"url": url}) as step:
+            url = urljoin(self.page.url, url) if isinstance(url, str) else url
             resp = await self.page.goto(
                 url, wait_until="domcontentloaded", timeout=NAVIGATION_TIMEOUT_MS
             )
@@ -91,7 +96,10 @@ class PageActions:
             return {"ok": status is None or status < 400, "url": self.page.url, "status": status}
         # Neither a blocked request nor a navigation superseded by Chromium's own error page
         # (which a blocked navigation leaves behind) says anything about the site.
-        if not any(m in (step.error or "") for m in NOT_SITE_ERRORS):
+        error = step.error or ""
+        if any(m in error for m in SITE_ERROR_MARKS) and not any(
+            m in error for m in NOT_SITE_ERRORS
+        ):
             self.trajectory.site_errors.append(f"goto {url}: {step.error}")
         return step.failure()
 

@@ -73,6 +73,12 @@ SCRIPTS = {
     "malformed": [calls(tool_call("goto", MALFORMED_ARGS))] * 3,
     "prose": [reply(PROSE)],
     "context_400": [HttpError(400, CONTEXT_400)],
+    # Found by the benchmark: SmolLM2 navigating to a path, then to a URL Chromium refuses.
+    "bad_urls": [
+        calls(tool_call("goto", {"url": "/en-US/au"})),
+        calls(tool_call("goto", {"url": "https://harbor-herald.test:99999/"})),
+        reply(""),
+    ],
     # A request the endpoint refused as malformed: ours, never the model's or the server's.
     "refused": [HttpError(400, "Unrecognized request argument supplied: tool_choice")],
 }
@@ -184,6 +190,16 @@ def test_malformed_calls_are_told_to_the_model_until_the_limit(outcomes):
     assert len(told) == 2 and all("not valid JSON" in m["content"] for m in told)
     invalid = [s for s in row["trajectory"] if s["tool"] == "invalid_tool_call"]
     assert len(invalid) == 3 and row["adapter"]["model_loop"]["invalid_tool_calls"] == 3
+
+
+def test_urls_a_model_makes_up_are_its_own_doing_never_the_sites(outcomes):
+    """A relative path is resolved against the page; a URL Chromium cannot navigate to is the
+    agent's mistake (it was classed site_down, an environment failure, before)."""
+    row, score, _ = outcomes["bad_urls"]
+    gotos = [s for s in row["trajectory"] if s["tool"] == "goto"]
+    assert gotos[0]["args"]["url"] == "/en-US/au" and gotos[0]["status"] == "ok"
+    assert gotos[1]["status"] == "error" and "invalid URL" in gotos[1]["error"]
+    assert row["env_failure"] is None and score["failure_class"] == "premature_stop"
 
 
 def test_prose_is_kept_for_the_reader(outcomes):
