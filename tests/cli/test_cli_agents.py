@@ -120,3 +120,23 @@ def test_agents_try_at_refuses_a_newsroom_frozen_elsewhere(newsroom_server, tmp_
     assert "on real time" in result.output and "2026-12-01T05:00:00+00:00" in result.output
     bad = _try_live_blog(free_port(), "half past five", tmp_path)
     assert bad.exit_code == 2 and "'half past five'" in bad.output
+
+
+def test_agents_try_says_loudly_when_no_run_was_scored(tmp_path, monkeypatch):
+    """Every run excluded (the model's endpoint is not there): the summary says so, with the
+    reason, and the command fails; it printed `0/0 scored runs passed` and exited 0."""
+    monkeypatch.setenv("NEWSBENCH_TEST_KEY", "k")
+    manifest = tmp_path / "gone.yaml"
+    manifest.write_text(
+        "name: gone\nversion: '1'\nadapter: openai_tools\nmodel: m\n"
+        f"params: {{base_url: 'http://127.0.0.1:{free_port()}/v1', "
+        "api_key_env: NEWSBENCH_TEST_KEY, retries: 0}\n"
+    )
+    result = CliRunner().invoke(
+        app,
+        ["agents", "try", str(manifest), "--site", "harbor", "--intent", "find_top_headline",
+         "--tasks", "1", "--artifacts", str(tmp_path / "a"), "--port", str(free_port())],
+    )  # fmt: skip
+    assert result.exit_code == 1, result.output
+    assert "no run was scored: all 1 excluded (model_unavailable 1)" in result.output
+    assert "0/0 scored runs passed" not in result.output
