@@ -72,7 +72,7 @@ def _answer_key(row: dict) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--manifest", type=Path, default=AGENTS_DIR / "smollm2-tools.yaml")
-    ap.add_argument("--sample", type=int, default=10, help="tasks in the stratified sample")
+    ap.add_argument("--sample", type=int, default=8, help="tasks in the stratified sample")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--retest", type=int, default=2, help="tasks run again for test-retest")
     ap.add_argument("--trials", type=int, default=3, help="trials at temperature 0.7")

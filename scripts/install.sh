@@ -11,8 +11,9 @@ extras=()
 if [ "${1:-}" = "--local-model" ] || { [ -x .venv/bin/python ] && .venv/bin/python -c \
     'import importlib.util as u, sys; sys.exit(u.find_spec("llama_cpp") is None)' 2>/dev/null; }; then
   extras=(--extra local-model)
-  # A portable build (no -march=native), without the multimodal library nothing here uses.
-  export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DLLAMA_BUILD_MTMD=OFF}"
+  # A portable build (no -march=native), without the multimodal library (mtmd, loaded only
+  # by image chat formats, which nothing here uses).
+  export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF}"
   echo "with the local-model extra (llama-cpp-python compiles once, minutes)" >&2
 fi
 

@@ -95,10 +95,21 @@ def parse_time(value: str | None) -> datetime | None:
     return dt.astimezone(UTC)
 
 
+def names_a_date(value: str) -> bool:
+    """Whether a timestamp says its day (a bare "16:27" is read as today by the parser)."""
+    try:
+        a = dateparser.parse(value, default=datetime(1901, 1, 1))
+        b = dateparser.parse(value, default=datetime(1902, 2, 2))
+    except (ValueError, OverflowError):
+        return False
+    return a.date() == b.date()
+
+
 def within(pred: str | None, candidates: list[str], minutes: float) -> tuple[bool, float | None]:
-    """Whether `pred` is within `minutes` of any candidate, and the smallest gap in minutes."""
+    """Whether `pred` is within `minutes` of any candidate, and the smallest gap in minutes;
+    an answer that names no day (a time alone) is never within."""
     p = parse_time(pred)
-    if p is None:
+    if p is None or not names_a_date(pred):
         return False, None
     gaps = [abs((p - t).total_seconds()) / 60 for c in candidates if (t := parse_time(c))]
     if not gaps:

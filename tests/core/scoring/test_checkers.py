@@ -285,3 +285,21 @@ def test_seo_og_title_is_settled_by_the_visible_headline(newsroom_server, observ
     # Without the visible headline's vote the same disagreement still fails closed.
     blind = {**obs, "page": None}
     assert check("extract_article_metadata", right, blind, blind).conflict
+
+
+def test_partial_answers_fail_as_the_contract_says(home_and_lead, harbor, article_obs, newsroom):
+    """What weak models answer: a headline cut short, a time with no date. Neither is the
+    answer the task asked for, however close."""
+    home, article, lead = home_and_lead
+    words = lead.headline.split()
+    for cut in (words[: len(words) // 2], words[:-2]):
+        short = " ".join(cut)
+        v = check(
+            "find_top_headline", {"headline": short, "url": harbor.url(lead.path)}, home, home
+        )
+        assert not v.success, (short, lead.headline, v.as_dict())
+    obs, story, _ = article_obs
+    answer = _truth(story, newsroom.now())
+    for timeless in (story.published.strftime("%H:%M"), story.published.strftime("%H:%M:%S")):
+        v = check("extract_article_metadata", {**answer, "published": timeless}, obs, obs)
+        assert not v.success, (timeless, v.as_dict())

@@ -200,20 +200,35 @@ def author_evidence(sig: dict[str, Any]) -> list[str]:
     return sig["authors_jsonld"] or sig["authors_meta"] or sig["authors_page"] or sig["bylines"]
 
 
+def _words(text: str | None, names: tuple[str, ...]) -> list[str]:
+    return re.findall(r"\w+", normalize_text(text, names).lower())
+
+
+def cut_short(pred: str | None, candidate: str, names: tuple[str, ...]) -> bool:
+    """The answer is a piece of the headline (its words a shorter run of the headline's, as a
+    model stopping early or a truncated teaser gives): close by similarity, and still not it."""
+    a, b = _words(pred, names), _words(candidate, names)
+    if not a or len(a) >= len(b):
+        return False
+    return any(b[i : i + len(a)] == a for i in range(len(b) - len(a) + 1))
+
+
 def headline_component(pred: Any, candidates: dict[str, str], names: tuple[str, ...]) -> Component:
     """The answer names the same headline as one of the page's signals: fuzzy ≥ 0.8, or an
-    entity overlap ≥ 0.5 with at least two entities shared."""
+    entity overlap ≥ 0.5 with at least two entities shared; never a headline cut short (a
+    shorter run of its words), however similar."""
     pred = pred if isinstance(pred, str) else None
     scored = [
-        (fuzzy(pred, c, names), *entity_overlap(pred, c), src) for src, c in candidates.items()
+        (fuzzy(pred, c, names), *entity_overlap(pred, c), src)
+        for src, c in candidates.items()
+        if not cut_short(pred, c, names)
     ]
     fz, ent, shared, src = max(scored) if scored else (0.0, 0.0, 0, None)
     passed = fz >= HEADLINE_MATCH or (ent >= ENTITY_MATCH and shared >= 2)
-    return Component(
-        passed,
-        max(fz, ent if shared >= 2 else 0.0),
-        {"fuzzy": round(fz, 3), "entities": round(ent, 3), "matched": src},
-    )
+    detail = {"fuzzy": round(fz, 3), "entities": round(ent, 3), "matched": src}
+    if len(scored) < len(candidates):
+        detail["cut_short_of"] = sorted(set(candidates) - {s[-1] for s in scored})
+    return Component(passed, max(fz, ent if shared >= 2 else 0.0), detail)
 
 
 def metadata_conflicts(obs: dict, sig: dict) -> list[str]:
