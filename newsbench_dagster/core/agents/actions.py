@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from typing import Any, Literal, Unpack
-from urllib.parse import urljoin
+from urllib.parse import urljoin, urlsplit
 
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Locator, Page
@@ -31,8 +31,9 @@ NAVIGATION_TIMEOUT_MS = 15_000
 MAX_WAIT_S = 10.0
 
 NOT_SITE_ERRORS = ("ERR_BLOCKED_BY_CLIENT", "interrupted by another navigation")
-# What a failed navigation must say to be the site's failure: a network error or a timeout.
-# Anything else (an invalid URL a model made up, say) is about what the agent asked for.
+# What a failed navigation of an http(s) URL must say to be the site's failure: a network
+# error or a timeout. Anything else (an invalid URL a model made up, Chromium's own error page
+# as a base for a relative one) is about what the agent asked for.
 SITE_ERROR_MARKS = ("net::ERR_", "Timeout")
 
 _SCROLL_JS = """(dy) => { window.scrollBy({top: dy, left: 0, behavior: "instant"});
@@ -97,7 +98,8 @@ class PageActions:
         # Neither a blocked request nor a navigation superseded by Chromium's own error page
         # (which a blocked navigation leaves behind) says anything about the site.
         error = step.error or ""
-        if any(m in error for m in SITE_ERROR_MARKS) and not any(
+        web = isinstance(url, str) and urlsplit(url).scheme in ("http", "https")
+        if web and any(m in error for m in SITE_ERROR_MARKS) and not any(
             m in error for m in NOT_SITE_ERRORS
         ):
             self.trajectory.site_errors.append(f"goto {url}: {step.error}")

@@ -77,6 +77,7 @@ SCRIPTS = {
     "bad_urls": [
         calls(tool_call("goto", {"url": "/en-US/au"})),
         calls(tool_call("goto", {"url": "https://harbor-herald.test:99999/"})),
+        calls(tool_call("goto", {"url": "chrome-error://chromewebdata/"})),
         reply(""),
     ],
     # A request the endpoint refused as malformed: ours, never the model's or the server's.
@@ -199,6 +200,7 @@ def test_urls_a_model_makes_up_are_its_own_doing_never_the_sites(outcomes):
     gotos = [s for s in row["trajectory"] if s["tool"] == "goto"]
     assert gotos[0]["args"]["url"] == "/en-US/au" and gotos[0]["status"] == "ok"
     assert gotos[1]["status"] == "error" and "invalid URL" in gotos[1]["error"]
+    assert gotos[2]["status"] == "error"  # Chromium's error page: no site was asked
     assert row["env_failure"] is None and score["failure_class"] == "premature_stop"
 
 

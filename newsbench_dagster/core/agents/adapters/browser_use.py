@@ -234,21 +234,19 @@ class BrowserUseAgent:
                                 f"the model generated {used} completion tokens in one call, "
                                 f"over its cap of {token_cap} (max_completion_tokens)",
                             )
-                    except ModelOutputTruncatedError as e:  # cut at the cap: a runaway
-                        e = ModelOutputFailure(
-                            "runaway_output", f"the model's reply was cut at its cap: {e}"
-                        )
-                        llm_failure[:] = [e]
-                        stats["llm_errors"] += 1
-                        if running:
-                            running[0].stop()
-                        raise e from None
                     except Exception as e:
-                        llm_failure[:] = [e]
+                        failure: Exception = e
+                        if isinstance(e, ModelOutputTruncatedError):  # cut at its cap
+                            failure = ModelOutputFailure(
+                                "runaway_output", f"the model's reply was cut at its cap: {e}"
+                            )
+                        llm_failure[:] = [failure]
                         stats["llm_errors"] += 1
-                        if isinstance(e, ModelOutputFailure) and running:
+                        if isinstance(failure, ModelOutputFailure) and running:
                             running[0].stop()  # no further steps after a runaway
-                        raise
+                        if failure is e:
+                            raise
+                        raise failure from None
                     llm_failure.clear()
                     return out
 
