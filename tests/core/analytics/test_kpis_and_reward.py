@@ -25,7 +25,10 @@ def test_reward_components():
     assert timeliness(0, now, now) == pytest.approx(1.0)
     assert timeliness(60, now - timedelta(minutes=30), now) == pytest.approx(0.25, abs=1e-3)
     assert timeliness(None, None, now) == pytest.approx(0.25)
-    assert efficiency(0, 0, 0) == 1.0 and efficiency(30, 5000, 60) == 0.0
+    assert efficiency(0, 0, 0) == 1.0 and efficiency(30, 50_000, 60) == 0.0
+    # The token cap a real model was measured against (README "A local model"): 5,000 tokens
+    # of a model run cost a tenth of the token part, not all of it.
+    assert efficiency(0, 5_000, 0) == pytest.approx(1 - 0.4 * 0.1)
     assert reward(1, 1, 1) == pytest.approx(1.0)
     assert reward(1, 0, 0, {"accuracy_weight": 0.5}) == 0.5
 
