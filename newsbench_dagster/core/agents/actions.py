@@ -99,8 +99,10 @@ class PageActions:
         # (which a blocked navigation leaves behind) says anything about the site.
         error = step.error or ""
         web = isinstance(url, str) and urlsplit(url).scheme in ("http", "https")
-        if web and any(m in error for m in SITE_ERROR_MARKS) and not any(
-            m in error for m in NOT_SITE_ERRORS
+        if (
+            web
+            and any(m in error for m in SITE_ERROR_MARKS)
+            and not any(m in error for m in NOT_SITE_ERRORS)
         ):
             self.trajectory.site_errors.append(f"goto {url}: {step.error}")
         return step.failure()

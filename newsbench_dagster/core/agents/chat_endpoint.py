@@ -132,6 +132,7 @@ class ChatEndpoint:
         self.retry_backoff_s = retry_backoff_s
         self.server: LocalModelServer | None = None
         self.start_error: str | None = None  # why the local server did not start
+        self.warm_up_s: float | None = None  # seconds the local server took to read the prompt
 
     @property
     def base_url(self) -> str:
@@ -144,7 +145,7 @@ class ChatEndpoint:
     def describe(self) -> dict:
         e = self.endpoint
         where = (
-            {"local_model": e.local.alias, **self._server_info()}
+            {"local_model": e.local.alias, **self._server_info(), "warm_up_s": self.warm_up_s}
             if e.local is not None
             else {"base_url": public_url(e.base_url), "api_key_env": e.api_key_env}
         )
@@ -182,6 +183,23 @@ class ChatEndpoint:
         finally:
             self.server = None
             await server.close()
+
+    async def warm_up(self, payload: dict, timeout_s: float = 180.0) -> float | None:
+        """One call to the local server before any run, so it has read what every call starts
+        with; its seconds, or None when it failed (the runs then show why). Never charged to
+        a run."""
+        if self.server is None:
+            return None
+        began = asyncio.get_running_loop().time()
+        async with self.turn(), httpx.AsyncClient(timeout=timeout_s, trust_env=False) as c:
+            try:
+                response = await c.post(f"{self.base_url}/chat/completions", json=payload)
+            except httpx.HTTPError:
+                return None
+        if response.status_code != 200:
+            return None
+        self.warm_up_s = round(asyncio.get_running_loop().time() - began, 2)
+        return self.warm_up_s
 
     def client(self, key: str) -> httpx.AsyncClient:
         """One run's HTTP client: the key in the Authorization header only; the transport's

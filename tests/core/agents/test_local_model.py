@@ -96,7 +96,7 @@ def test_a_real_model_run_ends_scored_or_in_an_agent_class(real_runs, agent):
 def test_the_tool_loop_counts_the_servers_tokens(real_runs):
     row, _ = real_runs["smollm2-tools"]
     loop = row["adapter"]["model_loop"]
-    assert loop["turns"] >= 1 and row["tokens"] > 0
+    assert loop["turns"] >= 1 and row["tokens"] > 0, (row["run_status"], row["error"], loop)
     # Every call's completion within the cap, or the run ended as a runaway saying so.
     cap = row["environment"]["agent_settings"]["max_completion_tokens"]
     assert all(n <= cap for n in loop["completion_tokens"]) or loop["stopped"] == "runaway_output"
