@@ -54,6 +54,10 @@ def _listening(base_url: str) -> bool:
         return False
 
 
+def _with(manifest: AgentManifest, **params) -> AgentManifest:
+    return manifest.model_copy(update={"params": {**manifest.params, **params}})
+
+
 def _runner(agents, browser_options, robots, store: Path) -> Runner:
     # One run at a time: two servers on two cores would each slow the other's model.
     settings = RunSettings(screenshot=False, artifacts=("dom",), concurrency=1)
@@ -74,7 +78,13 @@ def real_runs(harbor, browser_options, tmp_path_factory):
     # A real model's pace on two busy cores (CI runs other tests beside it): the task's own
     # 60 s (30 s in these fixtures) would end a run before its first answer on a loaded machine.
     task["constraints"]["max_seconds"] = 180
-    agents = [build_agent(load_manifest(p)) for p in (TOOLS_MANIFEST, BROWSER_USE_MANIFEST)]
+    # And each call 120 s instead of the manifests' 30 / 60: with three test workers' browsers
+    # on the same two cores, llama.cpp's threads crawl, and a call's wall-clock cap would
+    # charge the machine's load to the model as a runaway (README "A local model": limits).
+    agents = [
+        build_agent(_with(load_manifest(p), timeout_s=120))
+        for p in (TOOLS_MANIFEST, BROWSER_USE_MANIFEST)
+    ]
     runner = _runner(agents, browser_options, robots, tmp_path_factory.mktemp("artifacts"))
     rows = run_tasks([task], day, runner)
     return {r["agent_name"]: (r, score_run(r, task)) for r in rows}
