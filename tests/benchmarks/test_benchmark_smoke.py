@@ -8,7 +8,6 @@ modules the scripts share.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import os
@@ -21,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from newsbench_dagster.core.tasks.intents import ALL_INTENTS
+from tests.support.local_model import require_local_model
 
 pytestmark = pytest.mark.heavy(90)  # about 90 s on two busy cores
 
@@ -176,10 +176,8 @@ def test_benchmark_smoke(name: str):
     assert name in SUMMARIES, f"benchmarks/{name}.py: add the check of its summary to this file"
     if name == "real_pages" and not (DEVSET / "truth.jsonl").is_file():
         pytest.skip(f"the dev set of real pages is not at {DEVSET} (it lives beside the project)")
-    if name == "model_agent" and importlib.util.find_spec("llama_cpp") is None:
-        if os.environ.get("NEWSBENCH_REQUIRE_LOCAL_MODEL") == "1":
-            pytest.fail("NEWSBENCH_REQUIRE_LOCAL_MODEL=1 but the local-model extra is missing")
-        pytest.skip("the local-model extra is not installed (scripts/install.sh --local-model)")
+    if name == "model_agent":
+        require_local_model()
     done = subprocess.run(
         [sys.executable, f"benchmarks/{name}.py", "--smoke"],
         cwd=ROOT,

@@ -7,9 +7,7 @@ Needs the `local-model` extra (see tests/core/agents/test_local_model.py for the
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
 import shutil
 from datetime import date
 
@@ -29,13 +27,11 @@ from newsbench_dagster.resources import (
     TaskSetResource,
     duckdb_warehouse,
 )
+from tests.support.local_model import require_local_model
 
 pytestmark = pytest.mark.heavy(120)
 
-if importlib.util.find_spec("llama_cpp") is None:
-    if os.environ.get("NEWSBENCH_REQUIRE_LOCAL_MODEL") == "1":
-        raise RuntimeError("NEWSBENCH_REQUIRE_LOCAL_MODEL=1 but the local-model extra is missing")
-    pytest.skip("the local-model extra is not installed", allow_module_level=True)
+require_local_model()
 
 MODEL = "smollm2-tools"
 

