@@ -191,7 +191,7 @@ class ChatEndpoint:
         if self.server is None:
             return None
         began = asyncio.get_running_loop().time()
-        async with self.turn(), httpx.AsyncClient(timeout=timeout_s, trust_env=False) as c:
+        async with self.turn(), async_client(timeout=timeout_s) as c:
             try:
                 response = await c.post(f"{self.base_url}/chat/completions", json=payload)
             except httpx.HTTPError:
@@ -268,7 +268,7 @@ class ChatEndpoint:
         else:
             alive = False
             with contextlib.suppress(httpx.HTTPError):
-                async with httpx.AsyncClient(timeout=5, trust_env=not self.loopback) as c:
+                async with async_client(timeout=5, trust_env=not self.loopback) as c:
                     await c.get(f"{self.base_url}/models")
                     alive = True
         if not alive:

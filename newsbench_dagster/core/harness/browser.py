@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import shutil
-import socket
 import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -16,7 +15,7 @@ from playwright.async_api import Browser, BrowserContext
 from playwright.async_api import Error as PlaywrightError
 
 from newsbench_dagster.core.harness.cdp_guard import CdpGuard
-from newsbench_dagster.core.web.network import Routing
+from newsbench_dagster.core.web.network import Routing, free_port
 
 # Flags measured to keep headless Chromium quiet and self-contained on a closed network.
 CHROMIUM_ARGS = [
@@ -128,7 +127,7 @@ class BrowserPool:
     ) -> tuple[BrowserContext, CdpGuard, str]:
         """A Chromium of the run's own (its profile dir to remove after the run), its default
         context reached only through a CdpGuard."""
-        port = _free_port()
+        port = free_port()
         own_dir = tempfile.mkdtemp(prefix="newsbench-cdp-")
         launch = self._options(offline).launch_kwargs()
         launch["args"] = [
@@ -152,9 +151,3 @@ class BrowserPool:
             with contextlib.suppress(PlaywrightError):
                 await browser.close()
         self._browsers.clear()
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]

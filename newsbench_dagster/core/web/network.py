@@ -8,6 +8,7 @@ proxy and no other host resolves; against the real web there is no proxy.
 from __future__ import annotations
 
 import re
+import socket
 import ssl
 import threading
 import time
@@ -32,6 +33,13 @@ def tls_context(trust_env: bool = False) -> ssl.SSLContext:
     by reading the whole CA bundle (~30 ms), which a batch of runs paid several times over.
     `trust_env`: honour SSL_CERT_FILE / SSL_CERT_DIR, as httpx does for clients that do."""
     return httpx.create_ssl_context(trust_env=trust_env)
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on right now (for a server the harness starts)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def async_client(*, trust_env: bool = False, **kwargs) -> httpx.AsyncClient:
