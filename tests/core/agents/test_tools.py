@@ -315,6 +315,12 @@ def test_tabs_opened_by_the_page_and_by_the_agent(run, site):
         await tools.goto(f"{site}/form")
         first = tools.page
         await tools.click(text="Open the other page")  # target=_blank
+        # Tabs are listed in the order they arrive; let the first one land before
+        # opening the second, or the two race and the order is the browser's choice.
+        for _ in range(20):
+            if len((await tools.tabs())["tabs"]) == 2:
+                break
+            await asyncio.sleep(0.1)
         await tools.click(role="button", name="Pop up")  # window.open
         for _ in range(20):  # the site's tabs arrive asynchronously
             listed = (await tools.tabs())["tabs"]
