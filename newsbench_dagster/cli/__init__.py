@@ -31,6 +31,7 @@ COMMANDS: dict[str, tuple[str, str, bool]] = {
     "kpis": ("pipeline", "kpis", False),
     "record": ("recording", "record", False),
     "gate": ("gate", "gate", False),
+    "report": ("report", "report", False),
 }
 
 

@@ -35,7 +35,7 @@ def reading(database: str | Path) -> Iterator:
         yield con
 
 
-def _rows(database: str | Path, table: str, where: str, params: list) -> list[dict]:
+def table_rows(database: str | Path, table: str, where: str, params: list) -> list[dict]:
     """Rows of a declared table as `core.analytics.tables.records` gives them (JSON parsed)."""
     import duckdb
 
@@ -49,7 +49,7 @@ def _rows(database: str | Path, table: str, where: str, params: list) -> list[di
 
 def kpi_overall(database: str | Path, day: date) -> list[dict]:
     """The day's `all` slice of `kpi_daily`, per site (then `*`) and agent version."""
-    rows = _rows(
+    rows = table_rows(
         database,
         "kpi_daily",
         "day = ? AND slice_kind = 'all'",
@@ -60,7 +60,7 @@ def kpi_overall(database: str | Path, day: date) -> list[dict]:
 
 def latest_decision(database: str | Path, candidate_version: str) -> dict | None:
     """The newest `release_decision` row stored for a candidate, or None."""
-    rows = _rows(database, "release_decision", "candidate_version = ?", [candidate_version])
+    rows = table_rows(database, "release_decision", "candidate_version = ?", [candidate_version])
     return max(rows, key=lambda r: str(r["decided_at"])) if rows else None
 
 
@@ -68,14 +68,14 @@ def stored_evaluation(database: str | Path, candidate_version: str) -> tuple[lis
     """(candidate_runs rows, candidate_scores rows) stored for a candidate."""
     where, params = "candidate_version = ?", [candidate_version]
     return (
-        _rows(database, "candidate_runs", where, params),
-        _rows(database, "candidate_scores", where, params),
+        table_rows(database, "candidate_runs", where, params),
+        table_rows(database, "candidate_scores", where, params),
     )
 
 
 def site_drift_rows(database: str | Path) -> list[dict]:
     """Every `site_drift` row (none when the drift table was never written)."""
     try:
-        return _rows(database, "site_drift", "TRUE", [])
+        return table_rows(database, "site_drift", "TRUE", [])
     except WarehouseError:
         return []

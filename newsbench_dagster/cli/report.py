@@ -1,0 +1,70 @@
+"""`newsbench report`: the static HTML report of a day from the warehouse (and `--demo`: evaluate
+the embedded default for the day first, then report)."""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from newsbench_dagster.cli.common import DEFAULT_PORT, PortOption, err, fail, progress, today
+from newsbench_dagster.paths import DATA_DIR, WAREHOUSE_FILE
+
+
+def report(
+    day: Annotated[str | None, typer.Option(help="Day, YYYY-MM-DD (default: today, UTC).")] = None,
+    site: Annotated[str | None, typer.Option(help="One site (default: all sites).")] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(help="Folder to write into (default: data/reports/DAY[-SITE]/)."),
+    ] = None,
+    demo: Annotated[
+        bool,
+        typer.Option(
+            "--demo",
+            help="First evaluate every site of the embedded default for the day (as "
+            "`newsbench demo --no-ui`), then report.",
+        ),
+    ] = False,
+    warehouse: Annotated[
+        Path, typer.Option(help="The DuckDB warehouse to read.", show_default=False)
+    ] = WAREHOUSE_FILE,
+    port: PortOption = DEFAULT_PORT,
+) -> None:
+    """Write a self-contained HTML report of a day: KPIs with intervals, success over days,
+    failure taxonomy, drift, safety incidents, release decisions, error clusters, and one page
+    per run (prompt, answer, verdicts, reward, screenshot, page, requests, trace).
+
+    Open DIR/index.html in any browser: no server, nothing fetched.
+    """
+    from newsbench_dagster.core.analytics.warehouse import WarehouseError
+    from newsbench_dagster.core.report import data, pages
+    from newsbench_dagster.defs.partitions import SITE_KEYS
+
+    try:
+        the_day = date.fromisoformat(day) if day else today()
+    except ValueError:
+        fail(f"--day {day!r} is not a date (YYYY-MM-DD)", 2)
+    if site is not None and site not in SITE_KEYS:
+        fail(f"--site {site!r} is not on the allowlist ({', '.join(SITE_KEYS)})", 2)
+    if demo:
+        from newsbench_dagster.cli.common import running_newsroom
+        from newsbench_dagster.cli.pipeline import materialize
+
+        if warehouse != WAREHOUSE_FILE:
+            fail("--demo writes the project's warehouse; leave --warehouse out", 2)
+        with running_newsroom(port):
+            if not materialize([the_day], [site] if site else SITE_KEYS, port, workers=2):
+                err.print("[yellow]some partitions failed: the report shows what was stored[/]")
+    out = out or DATA_DIR / "reports" / (f"{the_day}-{site}" if site else str(the_day))
+    try:
+        rows = data.from_warehouse(warehouse, the_day, site)
+    except WarehouseError as e:
+        fail(str(e))
+    with progress() as bar:
+        task = bar.add_task("run pages", total=len(rows.scores))
+        index = pages.write(rows, out, lambda n, total: bar.update(task, completed=n))
+    err.print(f"{len(rows.scores)} runs reported")
+    print(index.resolve().as_uri())
