@@ -11,7 +11,7 @@ from dagster import (
     load_definitions_from_package_module,
 )
 
-from newsbench_dagster.defs import drift, evaluation, ingest, kpis, quality, release
+from newsbench_dagster.defs import drift, evaluation, ingest, kpis, quality, release, reports
 from newsbench_dagster.resources import (
     AgentRegistryResource,
     ArtifactStoreResource,
@@ -23,7 +23,7 @@ from newsbench_dagster.resources import (
     duckdb_warehouse,
 )
 
-STAGES = (ingest, evaluation, drift, kpis, quality, release)
+STAGES = (ingest, evaluation, drift, kpis, reports, quality, release)
 
 
 def _group(stage) -> str:

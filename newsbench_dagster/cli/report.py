@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from newsbench_dagster.cli.common import DEFAULT_PORT, PortOption, err, fail, progress, today
-from newsbench_dagster.paths import DATA_DIR, WAREHOUSE_FILE
+from newsbench_dagster.paths import ARTIFACTS_DIR, DATA_DIR, WAREHOUSE_FILE
 
 
 def report(
@@ -29,8 +29,11 @@ def report(
         ),
     ] = False,
     warehouse: Annotated[
-        Path, typer.Option(help="The DuckDB warehouse to read.", show_default=False)
+        Path, typer.Option(help="The DuckDB warehouse to read (and, with --demo, write).")
     ] = WAREHOUSE_FILE,
+    artifacts: Annotated[
+        Path, typer.Option(help="With --demo: where the runs' artifacts go.")
+    ] = ARTIFACTS_DIR,
     port: PortOption = DEFAULT_PORT,
 ) -> None:
     """Write a self-contained HTML report of a day: KPIs with intervals, success over days,
@@ -53,10 +56,14 @@ def report(
         from newsbench_dagster.cli.common import running_newsroom
         from newsbench_dagster.cli.pipeline import materialize
 
-        if warehouse != WAREHOUSE_FILE:
-            fail("--demo writes the project's warehouse; leave --warehouse out", 2)
+        # The Dagster runs write where this command reads (the project's files by default).
+        resources = {
+            "io_manager": {"database": str(warehouse.resolve())},
+            "artifacts": {"root": str(artifacts.resolve())},
+        }
+        sites = [site] if site else SITE_KEYS
         with running_newsroom(port):
-            if not materialize([the_day], [site] if site else SITE_KEYS, port, workers=2):
+            if not materialize([the_day], sites, port, workers=2, resources=resources):
                 err.print("[yellow]some partitions failed: the report shows what was stored[/]")
     out = out or DATA_DIR / "reports" / (f"{the_day}-{site}" if site else str(the_day))
     try:

@@ -10,11 +10,14 @@ from __future__ import annotations
 import base64
 from collections import Counter
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-import altair as alt
 import pandas as pd
 
 from newsbench_dagster.core.scoring.failures import SUCCESS, VOID, EnvFailure
+
+if TYPE_CHECKING:  # altair is imported by the functions that draw (definitions load faster)
+    import altair as alt
 
 ALL = "*"
 WIDTH = 520
@@ -35,6 +38,8 @@ def kind_of(failure_class: str | None) -> str:
 def success_over_days(kpi_rows: Iterable[dict], site: str = ALL) -> alt.Chart | None:
     """Daily success rate per agent version for a site (default: all sites), each with its
     95 % Wilson interval as a band."""
+    import altair as alt
+
     rows = [
         {
             "day": pd.Timestamp(r["day"]).strftime("%Y-%m-%d"),
@@ -68,6 +73,8 @@ def success_over_days(kpi_rows: Iterable[dict], site: str = ALL) -> alt.Chart | 
 
 def success_by_site(kpi_rows: Iterable[dict]) -> alt.Chart | None:
     """The day's success rate per site and agent version, with 95 % intervals."""
+    import altair as alt
+
     rows = [
         {
             "site": "all sites" if r["site"] == ALL else r["site"],
@@ -96,6 +103,8 @@ def success_by_site(kpi_rows: Iterable[dict]) -> alt.Chart | None:
 def failure_taxonomy(score_rows: Iterable[dict], by: str = "site") -> alt.Chart | None:
     """Runs per site (or intent) by outcome class, agent failures apart from the
     environment's: one bar per site, one facet per whose-fault kind."""
+    import altair as alt
+
     counts = Counter((r.get(by) or "?", r.get("failure_class") or "?") for r in score_rows)
     rows = [
         {by: key, "class": cls, "kind": kind_of(cls), "runs": n}
@@ -120,6 +129,8 @@ def failure_taxonomy(score_rows: Iterable[dict], by: str = "site") -> alt.Chart 
 
 def drift_timeline(drift_rows: Iterable[dict]) -> alt.Chart | None:
     """Per site and day: a template change, a feed-volume anomaly or a drifted baseline."""
+    import altair as alt
+
     rows = []
     for r in drift_rows:
         what = (

@@ -25,7 +25,8 @@ class ReportData:
     runs: list[dict]  # agent_runs of the day
     tasks: list[dict] = field(default_factory=list)  # news_tasks of the day
     drift: list[dict] = field(default_factory=list)  # site_drift up to the day
-    decisions: list[dict] = field(default_factory=list)  # newest release decisions first
+    # Newest release decisions first; None when this report was not given them.
+    decisions: list[dict] | None = field(default_factory=list)
     source: str = ""  # where the rows came from, shown on the report
 
     def __post_init__(self) -> None:

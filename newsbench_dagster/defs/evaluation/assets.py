@@ -7,6 +7,8 @@ from newsbench_dagster.core.agents.protocol import build_agent
 from newsbench_dagster.core.analytics.tables import frame, records
 from newsbench_dagster.core.harness.build import build_runner
 from newsbench_dagster.core.harness.runner import run_tasks
+from newsbench_dagster.core.report import charts
+from newsbench_dagster.core.report.markdown import classes_by_intent, runs_table
 from newsbench_dagster.core.scoring.score import per_agent, score_safely
 from newsbench_dagster.core.scoring.witness import AMBIGUOUS, apply_witness
 from newsbench_dagster.defs.partitions import BROWSER_POOL, partition_of, site_day_asset
@@ -60,6 +62,8 @@ def agent_runs(
             "agents": MetadataValue.json([m.agent_version for m in manifests]),
             "run_status": MetadataValue.json(dict(log.statuses)),
             "env_failures": int(df["env_failure"].notna().sum()),
+            "runs_table": MetadataValue.md(runs_table(rows)),
+            "artifacts_root": MetadataValue.path(artifacts.root),
         }
     )
     return df
@@ -96,6 +100,10 @@ def run_scores(
             "ambiguous": int((df["failure_class"] == AMBIGUOUS).sum()),
             "success_rate": float(scored["success"].astype(bool).mean()) if len(scored) else None,
             "by_agent": MetadataValue.json(by_agent),
+            "by_intent_and_class": MetadataValue.md(classes_by_intent(rows)),
+            "failures": MetadataValue.md(
+                charts.markdown_image(charts.failure_taxonomy(rows, "intent"), "failures by intent")
+            ),
         }
     )
     return df

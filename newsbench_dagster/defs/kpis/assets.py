@@ -4,6 +4,7 @@ import pandas as pd
 from dagster import (
     AssetExecutionContext,
     AssetIn,
+    AssetSelection,
     AutomationCondition,
     MetadataValue,
     MultiToSingleDimensionPartitionMapping,
@@ -17,24 +18,36 @@ from newsbench_dagster.core.analytics.kpis import (
     success_over_days,
 )
 from newsbench_dagster.core.analytics.tables import frame, records
+from newsbench_dagster.core.report import charts
 from newsbench_dagster.defs.partitions import day_asset
 
-_ALL_SITES_OF_DAY = MultiToSingleDimensionPartitionMapping(partition_dimension_name="day")
+ALL_SITES_OF_DAY = MultiToSingleDimensionPartitionMapping(partition_dimension_name="day")
+
+# A day's rollup (and report) follows its scores: whenever any site's partition of that day is
+# updated, by the CLI, a schedule or a backfill launched from the UI, once none of its inputs is
+# still being written. Unlike `eager`, any day (not only the latest) and with sites missing (a
+# backfill of one site still rolls up); the rollup's own history is not a trigger. The
+# `automation` sensor (defs/kpis/sensors.py, on by default) evaluates it when the daemon runs.
+_KPI_HISTORY = AssetSelection.assets("kpi_daily")
+FOLLOWS_ITS_DAY = (
+    AutomationCondition.any_deps_updated().ignore(_KPI_HISTORY).since_last_handled()
+    & ~AutomationCondition.any_deps_in_progress().ignore(_KPI_HISTORY)
+    & ~AutomationCondition.in_progress()
+).with_label("follows its day's scores")
 
 
 @day_asset(
     ins={
-        "run_scores": AssetIn(partition_mapping=_ALL_SITES_OF_DAY),
-        "news_tasks": AssetIn(partition_mapping=_ALL_SITES_OF_DAY),
-        "site_drift": AssetIn(partition_mapping=_ALL_SITES_OF_DAY),
+        "run_scores": AssetIn(partition_mapping=ALL_SITES_OF_DAY),
+        "news_tasks": AssetIn(partition_mapping=ALL_SITES_OF_DAY),
+        "site_drift": AssetIn(partition_mapping=ALL_SITES_OF_DAY),
         # The two weeks before, for the plot of success over days.
         "kpi_history": AssetIn(
             key="kpi_daily",
             partition_mapping=TimeWindowPartitionMapping(start_offset=-14, end_offset=-1),
         ),
     },
-    # Refresh whenever any site's scores for the day change (needs the daemon: `dagster dev`).
-    automation_condition=AutomationCondition.eager(),
+    automation_condition=FOLLOWS_ITS_DAY,
 )
 def kpi_daily(
     context: AssetExecutionContext,
@@ -58,14 +71,21 @@ def kpi_daily(
     rows = [{**r, "day": day} for r in rollup(run_scores, per_site, drift=drift or None)]
     df = frame("kpi_daily", rows)
     today = records(df, "kpi_daily")
+    over_days = records(kpi_history, "kpi_daily") + today
     context.add_output_metadata(
         {
             "rows": len(df),
             "overall": MetadataValue.md(overall_table(today)),
             "per_site": MetadataValue.md(per_site_table(today)),
             "success_over_days": MetadataValue.md(
-                success_over_days(records(kpi_history, "kpi_daily") + today)
+                charts.markdown_image(
+                    charts.success_over_days(over_days), "success over days, all sites"
+                )
             ),
+            "success_by_site": MetadataValue.md(
+                charts.markdown_image(charts.success_by_site(today), "success by site")
+            ),
+            "success_over_days_table": MetadataValue.md(success_over_days(over_days)),
         }
     )
     return df
