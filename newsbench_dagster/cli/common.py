@@ -147,15 +147,50 @@ def resolve_manifest(spec: str, directory: Path):
     return found[0]
 
 
+def _not_text(data: bytes) -> str | None:
+    """What a task file's bytes are when they are not text: a recording (given where tasks
+    were expected), compressed or other binary data."""
+    import zlib
+
+    head = data[:4096]
+    if head.startswith(b"\x1f\x8b"):
+        try:
+            inner = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(head, 64)
+        except zlib.error:
+            inner = b""
+        if inner.startswith(b"WARC/"):
+            return "a WARC recording (gzipped), not tasks; a recording is given with --recording"
+        return "gzip-compressed data, not tasks"
+    if head.startswith(b"WARC/"):
+        return "a WARC recording, not tasks; a recording is given with --recording"
+    if b"\x00" in head:
+        return "binary data, not tasks"
+    return None
+
+
 def read_tasks(path: Path) -> list[dict]:
-    """Tasks from a file: a JSON list, one JSON object, or JSON lines."""
+    """Tasks from a file: a JSON list, one JSON object, JSON lines, or YAML (a task or a
+    list). A file in a suite directory (`suites/regression/x.yaml`) is loaded as the suites
+    are, ids and defaults filled. Exit 2 naming the file and what is wrong with it."""
+    from newsbench_dagster.core.tasks.suites import suite_of
+
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except OSError as e:
-        fail(f"{path}: cannot read: {e}", 2)
+        fail(f"{path}: cannot read: {e.strerror or e}", 2)
+    if what := _not_text(data):
+        fail(f"{path}: {what}", 2)
     try:
-        data = json.loads(text)
-        return data if isinstance(data, list) else [data]
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        fail(f"{path}: not UTF-8 text (byte {e.start}), so not a task file", 2)
+    if suite_of(path):
+        return _suite_tasks(path)
+    if path.suffix in (".yaml", ".yml"):
+        return _yaml_tasks(path, text)
+    try:
+        found = json.loads(text)
+        return found if isinstance(found, list) else [found]
     except json.JSONDecodeError:
         pass
     tasks = []
@@ -167,6 +202,35 @@ def read_tasks(path: Path) -> list[dict]:
         except json.JSONDecodeError as e:
             fail(f"{path}:{n}: not JSON: {e.msg}", 2)
     return tasks
+
+
+def _yaml_tasks(path: Path, text: str) -> list:
+    import yaml
+
+    try:
+        found = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        fail(f"{where}: not valid YAML: {getattr(e, 'problem', None) or e}", 2)
+    if found is None:
+        return []
+    # YAML reads an unquoted 2026-12-01 as a date; tasks carry ISO strings.
+    return json.loads(json.dumps(found if isinstance(found, list) else [found], default=str))
+
+
+def _suite_tasks(path: Path) -> list[dict]:
+    """A suite file's tasks as the suites load them; its problems named, exit 2."""
+    from newsbench_dagster.core.tasks.suites import load_suite_file
+
+    sites = registry()
+    load = load_suite_file(shown(path), sites.allowed_origins, sites.keys)
+    *before, last = load.problems or [None]
+    for problem in before:
+        err.print(f"[bold red]error:[/] {problem}", highlight=False, soft_wrap=True)
+    if last is not None:
+        fail(str(last), 2)
+    return [t.task for t in load.tasks]
 
 
 @contextmanager

@@ -57,7 +57,10 @@ def suggest_rules(
 
 @app.command("run")
 def run(
-    tasks_file: Annotated[Path, typer.Argument(help="Tasks (JSON or JSON lines).")],
+    tasks_file: Annotated[
+        Path,
+        typer.Argument(help="Tasks: JSON, JSON lines or YAML, e.g. a suite file in suites/."),
+    ],
     agent_manifest: Annotated[Path, typer.Option("--agent", help="The agent's manifest.")] = (
         AGENTS_DIR / "reference.yaml"
     ),
@@ -73,7 +76,8 @@ def run(
     from the WARC (tagged exact, fuzzy, search, blocked or miss in each run's replay.jsonl),
     nothing reaches the network. Prints how each run scored, then the coverage report: the
     pages and calls the recordings did not hold, the to-do list for the next recording. A
-    run that failed on a page the recording lacks is excluded as `replay_gap`."""
+    run that failed on a page the recording lacks is excluded as `replay_gap`. A suite file
+    (suites/regression/harbor-replayed.yaml) is read as the suites are."""
     from newsbench_dagster.core.artifacts import LocalArtifactStore
     from newsbench_dagster.core.harness.build import build_runner
     from newsbench_dagster.core.replay.matching import coverage
@@ -84,6 +88,12 @@ def run(
     for i, t in enumerate(todo):
         if not isinstance(t, dict):
             fail(f"{tasks_file}: task {i} is not an object", 2)
+        if not t.get("id"):
+            fail(
+                f"{tasks_file}: task {i} has no id (a suite file gets its tasks' ids and "
+                "defaults when it sits in a suite directory: suites/regression/, ...)",
+                2,
+            )
         if recording is not None or rules:
             spec = dict(t.get("replay") or {})
             if recording is not None:

@@ -3,12 +3,13 @@ from the newsroom the command starts, then replayed offline with the coverage re
 
 from __future__ import annotations
 
+import gzip
 import json
 
 from typer.testing import CliRunner
 
 from newsbench_dagster.cli import app
-from newsbench_dagster.paths import AGENTS_DIR
+from newsbench_dagster.paths import AGENTS_DIR, PROJECT_ROOT, SITES_FILE, SUITES_DIR
 from tests.support.net import free_port
 
 
@@ -78,3 +79,66 @@ def test_replay_run_refuses_tasks_without_a_recording(tmp_path):
     junk.write_text("{not json\n")
     result = CliRunner().invoke(app, ["replay", "run", str(junk)])
     assert result.exit_code == 2 and "junk.jsonl:1" in result.output
+
+
+SUITE = SUITES_DIR / "regression" / "harbor-replayed.yaml"
+RECORDING = PROJECT_ROOT / "recordings" / "harbor-2026-12-01.warc.gz"
+
+
+def test_replay_run_runs_the_replay_backed_suite_file(tmp_path):
+    """The suite in suites/ is YAML: `replay run` rejected it as "not JSON". It is read as the
+    suites are (ids and defaults filled) and runs offline, no newsroom."""
+    from newsbench_dagster.core.tasks.suites import load_suites
+    from newsbench_dagster.core.web.sites import load_sites
+
+    sites = load_sites(SITES_FILE)
+    ids = [
+        t.id
+        for t in load_suites(SUITES_DIR, sites.allowed_origins, sites.keys).tasks
+        if t.file.endswith("harbor-replayed.yaml")
+    ]
+    result = CliRunner().invoke(app, ["replay", "run", str(SUITE), "--artifacts", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert len(ids) == 4 and all(i in result.stdout for i in ids), result.stdout
+    assert f"coverage of {RECORDING}" in result.stdout
+    assert "4/4 scored runs passed" in result.output
+
+
+def _refused(path) -> str:
+    """`replay run` on a file that is not tasks: exit 2, one line naming the file, no
+    traceback."""
+    result = CliRunner().invoke(app, ["replay", "run", str(path)])
+    assert result.exit_code == 2, result.output
+    assert isinstance(result.exception, SystemExit), result.exception  # not a crash
+    assert "Traceback" not in result.output
+    [line] = result.stderr.splitlines()
+    assert line.startswith(f"error: {path}")
+    return line
+
+
+def test_replay_run_names_a_file_that_is_not_tasks_in_one_line(tmp_path):
+    # A recording given as the tasks printed a raw UnicodeDecodeError traceback.
+    assert "a WARC recording (gzipped), not tasks" in _refused(RECORDING)
+    plain = tmp_path / "plain.warc"
+    plain.write_bytes(gzip.decompress(RECORDING.read_bytes())[:5000])
+    assert "a WARC recording, not tasks" in _refused(plain)
+    png = tmp_path / "tasks.json"
+    png.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+    assert "binary data" in _refused(png)
+    latin = tmp_path / "tasks.jsonl"
+    latin.write_bytes('{"id": "café"}'.encode("latin-1"))
+    assert "not UTF-8 text" in _refused(latin)
+    broken = tmp_path / "tasks.yaml"
+    broken.write_text("- site: harbor\n  intent: [unclosed\n")
+    assert f"{broken}:3: not valid YAML" in _refused(broken)
+    # A suite file with a problem: named as `tasks validate` names it.
+    suite = tmp_path / "regression" / "bad.yaml"
+    suite.parent.mkdir()
+    suite.write_text(SUITE.read_text().replace("intent: locate_factbox", "intent: fly_a_kite"))
+    at = SUITE.read_text().splitlines().index("  intent: locate_factbox") + 1
+    line = _refused(suite)
+    assert f"bad.yaml:{at}: t-" in line and "$.intent: unknown intent 'fly_a_kite'" in line
+    # Tasks without ids outside a suite directory: said, not crashed on.
+    loose = tmp_path / "loose.yaml"
+    loose.write_text(SUITE.read_text())
+    assert "task 0 has no id" in _refused(loose)

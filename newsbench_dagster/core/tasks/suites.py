@@ -121,7 +121,10 @@ def _plain(value: Any) -> Any:
 
 
 def _read(path: Path, shown: str) -> tuple[Any, Problem | None]:
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        return None, Problem(shown, "-", "$", f"not UTF-8 text (byte {e.start}): binary data?")
     try:
         if path.suffix == ".json":
             return json.loads(text), None
@@ -317,27 +320,68 @@ def load_suites(
                 Problem(shown, "-", "$", f"not in a suite directory ({', '.join(SUITES)})")
             )
             continue
-        data, problem = _read(path, shown)
-        if problem:
-            problems.append(problem)
-            continue
-        if data is None:
-            problems.append(Problem(shown, "-", "$", "empty file: expected a task or a list"))
-            continue
-        lines = _lines(path)
-        for i, raw in enumerate(data if isinstance(data, list) else [data], start=1):
-            where = lines[i - 1] if i <= len(lines) else {}
-            loaded, found = _check_task(raw, suite, shown, i, allowed, keys)
-            problems += sorted((_at(p, where) for p in found), key=lambda p: (p.line or 0, p.path))
-            if loaded is None:
-                continue
-            if loaded.id in first:
-                message = f"duplicate id (first in {first[loaded.id]})"
-                problems.append(_at(Problem(shown, loaded.id, "$.id", message), where))
-                continue
-            first[loaded.id] = shown
-            tasks.append(loaded)
+        _load_file(path, suite, shown, allowed, keys, first, tasks, problems)
     return SuiteLoad(tasks, problems)
+
+
+def suite_of(path: str | Path) -> str | None:
+    """The suite a task file belongs to: the name of the suite directory it sits in
+    (`.../regression/x.yaml` -> regression), or None outside one."""
+    path = Path(path)
+    return path.parent.name if path.suffix in EXTENSIONS and path.parent.name in SUITES else None
+
+
+def load_suite_file(
+    path: str | Path,
+    allowed_origins: Iterable[str],
+    site_keys: Iterable[str] | None = None,
+) -> SuiteLoad:
+    """One suite file's tasks, loaded as `load_suites` loads them (ids, seeds and defaults
+    filled, every problem named); its suite is the directory it sits in."""
+    path = Path(path)
+    suite = suite_of(path)
+    if suite is None:
+        where = f"not in a suite directory ({', '.join(SUITES)})"
+        return SuiteLoad([], [Problem(str(path), "-", "$", where)])
+    keys = set(site_keys) if site_keys is not None else None
+    tasks: list[SuiteTask] = []
+    problems: list[Problem] = []
+    _load_file(path, suite, str(path), set(allowed_origins), keys, {}, tasks, problems)
+    return SuiteLoad(tasks, problems)
+
+
+def _load_file(
+    path: Path,
+    suite: str,
+    shown: str,
+    allowed: set[str],
+    keys: set[str] | None,
+    first: dict[str, str],
+    tasks: list[SuiteTask],
+    problems: list[Problem],
+) -> None:
+    """The tasks of one suite file into `tasks`, its problems into `problems`; `first` says
+    which file each id was first seen in (duplicates across files are problems too)."""
+    data, problem = _read(path, shown)
+    if problem:
+        problems.append(problem)
+        return
+    if data is None:
+        problems.append(Problem(shown, "-", "$", "empty file: expected a task or a list"))
+        return
+    lines = _lines(path)
+    for i, raw in enumerate(data if isinstance(data, list) else [data], start=1):
+        where = lines[i - 1] if i <= len(lines) else {}
+        loaded, found = _check_task(raw, suite, shown, i, allowed, keys)
+        problems += sorted((_at(p, where) for p in found), key=lambda p: (p.line or 0, p.path))
+        if loaded is None:
+            continue
+        if loaded.id in first:
+            message = f"duplicate id (first in {first[loaded.id]})"
+            problems.append(_at(Problem(shown, loaded.id, "$.id", message), where))
+            continue
+        first[loaded.id] = shown
+        tasks.append(loaded)
 
 
 def coverage(load: SuiteLoad, registry: SiteRegistry) -> dict[str, Any]:
