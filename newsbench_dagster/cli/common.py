@@ -15,7 +15,15 @@ from typing import Annotated, NoReturn
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.table import Column
 
 from newsbench_dagster.paths import PROJECT_ROOT, SITES_FILE
 
@@ -42,15 +50,57 @@ def fail(message: str, code: int = 1) -> NoReturn:
     raise typer.Exit(code)
 
 
-def progress() -> Progress:
-    """The one progress bar of every long command: what, how far, how long."""
+def progress(on: Console | None = None) -> Progress:
+    """The one progress bar of every long command: what, how far, how long. On a terminal a
+    live bar whose description wraps rather than being cut; elsewhere (a pipe, a log file,
+    CI) plain lines, which rich's bar is not: it is drawn there once, at the end, cut to
+    80 columns."""
+    on = on or err
+    if not on.is_terminal:
+        return LineProgress(on)
     return Progress(
-        TextColumn("{task.description}"),
+        TextColumn("{task.description}", table_column=Column(overflow="fold", ratio=1)),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
-        console=err,
+        console=on,
     )
+
+
+class LineProgress(Progress):
+    """The progress bar as log lines, for output that is not a terminal: `WHAT: N/TOTAL
+    (Ss)` when a step ends, at most every `every` seconds (the first and the last always),
+    never cut or wrapped."""
+
+    def __init__(self, on: Console, every: float = 2.0) -> None:
+        super().__init__(console=on, disable=True)
+        self.every = every
+        self._last: dict[TaskID, float] = {}
+
+    def advance(self, task_id: TaskID, advance: float = 1) -> None:
+        super().advance(task_id, advance)
+        self._say(task_id)
+
+    def update(self, task_id: TaskID, **changes) -> None:
+        super().update(task_id, **changes)
+        if changes.get("advance") or changes.get("completed") is not None:
+            self._say(task_id)
+
+    def _say(self, task_id: TaskID) -> None:
+        task = next(t for t in self.tasks if t.id == task_id)
+        now = time.monotonic()
+        last = self._last.get(task_id)
+        done = task.total is not None and task.completed >= task.total
+        if last is not None and now - last < self.every and not done:
+            return
+        self._last[task_id] = now
+        total = f"/{task.total:.0f}" if task.total is not None else ""
+        self.console.print(
+            f"{task.description}: {task.completed:.0f}{total} ({task.elapsed or 0:.0f}s)",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
 
 
 def today() -> date:

@@ -163,8 +163,9 @@ def _run(cand, base, policy: Policy, registry, artifacts: Path, port: int):
         if not task_set.tasks:
             fail("no tasks for these sites and intents", 2)
         with progress() as bar:
+            # Short enough for a narrow terminal; the decision names the full versions.
             job = bar.add_task(
-                f"{cand.agent_version} vs {base.agent_version}",
+                f"{cand.name}@{cand.version} vs {base.name}@{base.version} runs",
                 total=len(task_set.tasks) * 2 * policy.trials,
             )
 

@@ -60,6 +60,8 @@ def materialize(
                     f"[red]{partition.what} failed[/] (run {run_id}); "
                     "see the Dagster UI for the step that failed"
                 )
+            elif not err.is_terminal:  # a log: which step ended, not only how many
+                err.print(f"{partition.what}: ok (run {run_id})", highlight=False)
             bar.advance(steps)
 
         for day in days:

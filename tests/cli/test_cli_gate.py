@@ -5,6 +5,7 @@ tasks against a real newsroom in Chromium, prints the decision and exits 0 pass,
 from __future__ import annotations
 
 import json
+import re
 
 import duckdb
 import pytest
@@ -55,6 +56,15 @@ def test_gate_blocks_the_selector_baseline_after_the_redesign_and_exits_1(tmp_pa
     assert any(r.startswith("site=harbor:") for r in decision["reasons"])
     ids = decision["task_set"]["task_ids"]
     assert decision["sample_counts"]["tasks_gated"] == len(ids) >= 5
+    # The progress, stderr not being a terminal: whole lines, not a bar cut at 80 columns.
+    shown = re.findall(
+        r"^selector-baseline@0\.1\.0 vs reference@0\.1\.0 runs: (\d+)/(\d+) \(\d+s\)$",
+        result.stderr,
+        re.M,
+    )
+    done, total = map(int, shown[-1]) if shown else (0, -1)
+    assert total == 2 * len(ids) <= done, result.stderr  # reruns of env failures add runs
+    assert "…" not in result.stderr
 
 
 def test_an_identical_candidate_is_never_blocked_and_each_look_draws_new_tasks(tmp_path):
