@@ -6,13 +6,26 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
+from urllib.parse import urlsplit
 
 import typer
 from rich.table import Table
 
-from newsbench_dagster.cli.common import DEFAULT_PORT, ProxyOption, console, err, fail
+from newsbench_dagster.cli.common import (
+    DEFAULT_PORT,
+    AtOption,
+    PortOption,
+    ProxyOption,
+    console,
+    err,
+    fail,
+    instant,
+    running_newsroom,
+)
 
 if TYPE_CHECKING:
     from newsbench_dagster.core.reading.page_record import PageRecord, Timestamp
@@ -22,17 +35,39 @@ feeds_app = typer.Typer(
 )
 
 
-def read_source(source: str, proxy: str | None) -> tuple[bytes, str, str | None]:
-    """Bytes of a file or an http(s) URL, the URL they came from, and the charset an HTTP
-    response declared. *.test URLs go through the newsroom unless a proxy is given."""
-    if source.startswith(("http://", "https://")):
-        from urllib.parse import urlsplit
+def _is_url(source: str) -> bool:
+    return source.startswith(("http://", "https://"))
 
+
+def _in_newsroom(source: str) -> bool:
+    """A newsroom URL: its host is a *.test name, which only the newsroom serves."""
+    return _is_url(source) and (urlsplit(source).hostname or "").endswith(".test")
+
+
+@contextmanager
+def fetching(sources: list[str], proxy: str | None, port: int, at: str | None) -> Iterator:
+    """The proxy the sources' URLs are fetched through, for the command's duration: the
+    given --proxy; else, when a source is a newsroom URL, the newsroom on `port` (the one
+    running there, or one started here and stopped at the end, as `agents try` does; with
+    --at frozen at that instant); else none."""
+    frozen = instant(at)
+    newsroom = any(_in_newsroom(s) for s in sources)
+    if frozen is not None and not (newsroom and proxy is None):
+        why = "with --proxy the pages come from elsewhere" if proxy else "no newsroom URL given"
+        fail(f"--at freezes the embedded newsroom: {why}", 2)
+    if not newsroom or proxy is not None:
+        yield proxy
+        return
+    with running_newsroom(port, frozen):
+        yield f"http://127.0.0.1:{port}"
+
+
+def read_source(source: str, proxy: str | None) -> tuple[bytes, str, str | None]:
+    """Bytes of a file or an http(s) URL (through `proxy` when given), the URL they came
+    from, and the charset an HTTP response declared."""
+    if _is_url(source):
         import httpx
 
-        host = urlsplit(source).hostname or ""
-        if proxy is None and host.endswith(".test"):
-            proxy = f"http://127.0.0.1:{DEFAULT_PORT}"
         try:
             resp = httpx.get(source, proxy=proxy, timeout=15, follow_redirects=True)
         except httpx.HTTPError as e:
@@ -55,16 +90,20 @@ def feeds_inspect(
         typer.Option(help="rss, atom, jsonfeed, sitemap or homepage; default: sniff"),
     ] = None,
     proxy: ProxyOption = None,
+    port: PortOption = DEFAULT_PORT,
+    at: AtOption = None,
 ) -> None:
     """Print the items the producer reads from a feed or sitemap.
 
     Each item: title, url, published, language. Exit status: 0 clean; 1 unreadable; 2
     malformed, with the items that could be salvaged printed (the producer keeps them too).
-    Problems go to stderr, naming the source.
+    Problems go to stderr, naming the source. A newsroom URL (*.test) is fetched from the
+    newsroom on --port, started for the command when none runs there (frozen with --at).
     """
     from newsbench_dagster.core.web.feeds import parse_document
 
-    content, base, charset = read_source(source, proxy)
+    with fetching([source], proxy, port, at) as via:
+        content, base, charset = read_source(source, via)
     # The charset an HTTP response declared is the feed's own claim: the parser weighs it.
     headers = {"content-type": f"text/xml; charset={charset}"} if charset else None
     parsed = parse_document(content, base, kind, headers)
@@ -95,7 +134,7 @@ def _page_sources(sources: list[str]) -> list[str]:
     out: list[str] = []
     for source in sources:
         path = Path(source)
-        if not source.startswith(("http://", "https://")) and path.is_dir():
+        if not _is_url(source) and path.is_dir():
             found = sorted(
                 str(p) for p in path.rglob("*") if p.suffix.lower() in PAGE_SUFFIXES and p.is_file()
             )
@@ -123,6 +162,8 @@ def inspect_page(
         bool, typer.Option("--json", help="One JSON object per page, one per line.")
     ] = False,
     proxy: ProxyOption = None,
+    port: PortOption = DEFAULT_PORT,
+    at: AtOption = None,
 ) -> None:
     """Print what a news page says about itself: headline, authors, times, language, links.
 
@@ -136,15 +177,26 @@ def inspect_page(
     with its "file"; a page that cannot be read gets {"file", "error"} and the rest go on.
     Exit status: 0 all read (what is missing and any malformed metadata go to stderr); 1 a
     page unreadable; 2 a page that is not HTML (with several pages, the worst of them).
+
+    Newsroom URLs (*.test) are fetched from the newsroom on --port, started for the command
+    when none runs there (frozen at --at when given).
     """
+    pages = _page_sources(sources)
+    if len(pages) > 1 and url:
+        fail("--url names one page's address: give it with a single page")
+    with fetching(pages, proxy, port, at) as via:
+        worst = _inspect_pages(pages, url, as_json, via)
+    if worst:
+        raise typer.Exit(worst)
+
+
+def _inspect_pages(pages: list[str], url: str | None, as_json: bool, proxy: str | None) -> int:
+    """Read and print each page; the worst exit status of those that could not be read."""
     from newsbench_dagster.core.reading.inspect import summary
     from newsbench_dagster.core.reading.page import understand
     from newsbench_dagster.core.reading.page_bytes import sniff_non_html
 
-    pages = _page_sources(sources)
     many = len(pages) > 1
-    if many and url:
-        fail("--url names one page's address: give it with a single page")
     worst = 0
     for source in pages:
         try:
@@ -179,8 +231,7 @@ def inspect_page(
             err.print(f"[yellow]missing:[/] {source}: {', '.join(record.missing)}", highlight=False)
         for problem in record.errors:
             err.print(f"[yellow]warning:[/] {source}: {problem}", highlight=False)
-    if worst:
-        raise typer.Exit(worst)
+    return worst
 
 
 def _error_line(as_json: bool, source: str, message: str) -> None:

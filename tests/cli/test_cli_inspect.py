@@ -101,3 +101,58 @@ def test_help_of_every_command_imports_neither_dagster_nor_a_browser_nor_pandas(
     assert done.returncode == 0, done.stderr[-2000:]
     assert "Usage: newsbench" in done.stdout
     assert done.stdout.rstrip().endswith("loaded: []"), done.stdout[-500:]
+
+
+# -- newsroom URLs: the command starts the newsroom when none runs ------------------------------
+BEFORE = "2026-11-15T15:00:00Z"
+
+
+def test_newsroom_urls_are_read_from_a_newsroom_the_command_starts_and_stops():
+    """`inspect URL` and `feeds inspect URL` on newsroom URLs failed with "Connection refused"
+    unless a newsroom happened to run; like `agents try`, they start one (and stop it)."""
+    from newsbench_dagster.newsroom.launcher import health
+    from tests.support.net import free_port
+
+    port = free_port()
+    page = CliRunner().invoke(
+        app, ["inspect", "http://harbor-herald.test/", "--json", "--port", str(port)]
+    )
+    assert page.exit_code == 0, page.output
+    assert json.loads(page.stdout)["canonical"] == "http://harbor-herald.test/"
+    assert f"newsroom started on 127.0.0.1:{port}" in page.stderr
+    assert health(port) is None  # stopped with the command
+
+    feed = CliRunner().invoke(
+        app,
+        [
+            "feeds", "inspect", "http://harbor-herald.test/feeds/latest.xml", "--json",
+            "--port", str(port), "--at", BEFORE,
+        ],
+    )  # fmt: skip
+    assert feed.exit_code == 0, feed.output
+    assert "clock frozen at 2026-11-15T15:00:00+00:00" in feed.stderr
+    published = [json.loads(line)["published"] for line in feed.stdout.splitlines()]
+    # That instant's feed: nothing after it, its latest story from the hour before.
+    assert published and max(published) <= "2026-11-15T15:00:00+00:00"
+    assert max(published) >= "2026-11-15T14:00:00+00:00", published
+
+
+def test_a_running_newsroom_is_reused_and_at_is_refused_where_it_cannot_apply(
+    newsroom_server, tmp_path
+):
+    page = CliRunner().invoke(
+        app,
+        ["inspect", "http://harbor-herald.test/", "--json", "--port", str(newsroom_server.port)],
+    )
+    assert page.exit_code == 0, page.output
+    assert "already running" in page.stderr
+    # Frozen at another instant than the one running: refused, as by `agents try`.
+    frozen = CliRunner().invoke(
+        app, ["inspect", "http://harbor-herald.test/", "--at", BEFORE,
+              "--port", str(newsroom_server.port)],
+    )  # fmt: skip
+    assert frozen.exit_code == 2 and "on real time" in frozen.stderr, frozen.output
+    saved = tmp_path / "a.html"
+    saved.write_text(PAGE.format(t="First story", a="Jane Doe"))
+    file = CliRunner().invoke(app, ["inspect", str(saved), "--at", BEFORE])
+    assert file.exit_code == 2 and "--at freezes the embedded newsroom" in file.stderr
