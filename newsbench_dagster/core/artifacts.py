@@ -16,6 +16,7 @@ from urllib.request import url2pathname
 
 
 class ArtifactStore(Protocol):
+    def uri(self, key: str) -> str: ...
     def put(self, key: str, data: bytes) -> str: ...
     def put_json(self, key: str, value: object) -> str: ...
     def get(self, uri: str) -> bytes: ...
@@ -34,10 +35,18 @@ class LocalArtifactStore:
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root).resolve()
 
-    def put(self, key: str, data: bytes) -> str:
+    def _path(self, key: str) -> Path:
         path = (self.root / key).resolve()
         if self.root not in path.parents:
             raise ValueError(f"artifact key escapes the store: {key!r}")
+        return path
+
+    def uri(self, key: str) -> str:
+        """The URI `put(key, ...)` returns, without writing anything."""
+        return self._path(key).as_uri()
+
+    def put(self, key: str, data: bytes) -> str:
+        path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
         with os.fdopen(fd, "wb") as f:
@@ -85,6 +94,10 @@ class FsspecArtifactStore:
         except (ImportError, ValueError) as e:
             raise ValueError(f"artifact store {root!r}: {e}") from e
         self.root = path.rstrip("/")
+
+    def uri(self, key: str) -> str:
+        """The URI `put(key, ...)` returns, without writing anything."""
+        return self.fs.unstrip_protocol(f"{self.root}/{_checked_key(key)}")
 
     def put(self, key: str, data: bytes) -> str:
         path = f"{self.root}/{_checked_key(key)}"

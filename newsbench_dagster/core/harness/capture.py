@@ -78,7 +78,7 @@ class RunCapture:
         if keep("har"):
             entries = sorted(state.har.values(), key=lambda h: h["start_ms"])
             art["har"] = self.store.put_json(artifact_key(task, row, "har.json"), entries)
-        if keep("console") and state.console_errors:
+        if keep("console"):  # an empty list says "none", where no file would say nothing
             art["console"] = self.store.put_json(
                 artifact_key(task, row, "console.json"), state.console_errors
             )
@@ -136,10 +136,11 @@ class RunCapture:
                 self._spans(row, task, tools)
             # Written as soon as the run ends, so a crash later in the batch loses nothing.
             # With the task it ran (oracle included: run.json is the harness's, never shown to
-            # an agent), so a failing run can become a regression task exactly.
-            row["artifacts"]["run"] = self.store.put_json(
-                artifact_key(task, row, "run.json"), {**row, "artifacts": None, "task": task}
-            )
+            # an agent), so a failing run can become a regression task exactly; and with
+            # every artifact of the run, itself included, as the warehouse row lists them.
+            key = artifact_key(task, row, "run.json")
+            row["artifacts"]["run"] = self.store.uri(key)
+            self.store.put_json(key, {**row, "task": task})
         return row
 
     def _replay_log(self, row: dict, task: Any, state: RunState, stored: bool) -> None:

@@ -136,6 +136,40 @@ def test_every_artifact_kind_is_kept_and_readable(harbor, browser_options, tmp_p
     assert env["agent_version"].startswith("clicker@1+")
 
 
+class ConsoleLogger:
+    """Logs a console error in the page and throws an uncaught exception, then answers."""
+
+    manifest = manifest("logger")
+
+    async def run(self, task, tools):
+        await tools.page.evaluate("console.error('logged by the agent')")
+        await tools.page.evaluate("setTimeout(() => { throw new Error('thrown late'); }, 0)")
+        await tools.wait(0.3)
+        await tools.answer({"headline": "x"})
+
+
+def test_console_json_is_written_for_every_run_and_run_json_lists_the_artifacts(
+    harbor, browser_options, tmp_path
+):
+    """console.json was written only when a page logged an error, though every run's folder
+    is documented to hold one; run.json said `"artifacts": null`."""
+    day, tasks, robots = harbor
+    runner = runner_for(
+        [ConsoleLogger(), build_agent(REFERENCE)], browser_options, robots, tmp_path
+    )
+    rows = {r["agent_name"]: r for r in run_tasks([tasks["find_top_headline"]], day, runner)}
+    read = runner.store.get
+    logged = json.loads(read(rows["logger"]["artifacts"]["console"]))
+    assert "logged by the agent" in logged, logged
+    assert any(e.startswith("pageerror:") and "thrown late" in e for e in logged), logged
+    for row in rows.values():
+        art = row["artifacts"]
+        # Written whatever the page logged ([] when nothing), the same as the row's.
+        assert json.loads(read(art["console"])) == row["console_errors"]
+        stored = json.loads(read(art["run"]))
+        assert stored["artifacts"] == art and stored["artifacts"]["run"] == art["run"]
+
+
 def test_artifacts_can_be_switched_off(harbor, browser_options, tmp_path):
     day, tasks, robots = harbor
     agent = build_agent(REFERENCE)
