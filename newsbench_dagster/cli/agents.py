@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
+from rich.table import Column, Table
 
 from newsbench_dagster.cli.common import (
     DEFAULT_PORT,
@@ -36,7 +36,9 @@ app = typer.Typer(
 def agents_list(
     directory: Annotated[Path, typer.Option(help="Manifest directory.")] = AGENTS_DIR,
 ) -> None:
-    """Every agent manifest: its version (name@version+content hash), adapter, channel."""
+    """Every agent manifest: its version (name@version+content hash), adapter, channel,
+    model and prompt hash (the one the release decision records; "-" and why for a manifest
+    without a prompt)."""
     from newsbench_dagster.core.agents.protocol import load_manifests
     from newsbench_dagster.core.errors import ConfigError
 
@@ -44,17 +46,28 @@ def agents_list(
         manifests = load_manifests(directory)
     except ConfigError as e:
         fail(str(e))
-    table = Table("agent version", "adapter", "channel", "model", "prompt hash", "description")
+    table = Table("adapter", "channel", "model", "prompt hash", "description")
+    # The version is what `gate --candidate` takes: whole, never cut.
+    longest = max((len(m.agent_version) for m in manifests), default=0)
+    table.columns.insert(0, Column("agent version", min_width=longest, overflow="fold"))
     for m in manifests:
         table.add_row(
             m.agent_version,
             m.adapter,
             m.channel,
-            m.model or "",
-            m.prompt_hash or "",
+            m.model or "-",
+            _prompt_hash(m),
             m.description or "",
         )
     console.print(table)
+
+
+def _prompt_hash(manifest) -> str:
+    """The manifest's prompt hash (as `release_decision.prompt_hash`), or "-" and why not."""
+    if manifest.prompt_hash:
+        return manifest.prompt_hash
+    # A model agent without `prompt:` runs on its adapter's built-in prompt; others have none.
+    return "- (adapter's default)" if manifest.model else "- (no model, no prompt)"
 
 
 @app.command("try")
@@ -114,10 +127,10 @@ def agents_try(
             settings=run_settings(trials=trials, concurrency=concurrency, task_set=task_set),
         )
         rows, scores = run_scored(runner, todo, day, built.manifest.agent_version, trials)
-    table = Table("site", "intent", "result", "class", "answer s", "steps", "artifacts")
+    table = Table("site", "intent", "result", "class", "answer s", "steps")
+    table.add_column("run", min_width=max(len(r["run_id"]) for r in rows), overflow="fold")
     for row in rows:
         score = scores[row["run_id"]]
-        run_json = row["artifacts"].get("run", "")
         table.add_row(
             row["site"],
             row["intent"],
@@ -125,8 +138,27 @@ def agents_try(
             score["failure_class"] or "",
             f"{row['answer_seconds']:.1f}" if row["answer_seconds"] is not None else "",
             str(row["steps"]),
-            run_json.rsplit("/", 1)[0].removeprefix("file://"),
+            row["run_id"],
         )
     console.print(table)
+    _print_artifact_folders(rows)
     if not print_passed(scores, rows=rows):
         raise typer.Exit(1)
+
+
+def _print_artifact_folders(rows: list[dict]) -> None:
+    """Each run's artifact folder, whole, one per line (a table cell would cut or break a
+    path, and a path is for copying)."""
+    from urllib.parse import urlsplit
+    from urllib.request import url2pathname
+
+    folders = []
+    for row in rows:
+        uri = row["artifacts"].get("run")
+        if uri:
+            path = url2pathname(urlsplit(uri).path) if uri.startswith("file://") else uri
+            folders.append(path.rsplit("/", 1)[0])
+    if folders:
+        console.print("artifacts (a folder per run):", highlight=False)
+    for folder in folders:
+        console.print(f"  {folder}", markup=False, highlight=False, soft_wrap=True)

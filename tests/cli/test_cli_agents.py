@@ -140,3 +140,69 @@ def test_agents_try_says_loudly_when_no_run_was_scored(tmp_path, monkeypatch):
     assert result.exit_code == 1, result.output
     assert "no run was scored: all 1 excluded (model_unavailable 1)" in result.output
     assert "0/0 scored runs passed" not in result.output
+
+
+def test_agents_list_fills_the_prompt_hash_or_says_why_there_is_none(tmp_path):
+    """The prompt hash column was empty for every manifest: it shows the hash the release
+    decision records (`AgentManifest.prompt_hash`), or "-" and why."""
+    (tmp_path / "prompted.yaml").write_text(
+        "name: prompted\nversion: '1'\nadapter: openai_tools\nmodel: m\n"
+        "prompt: Read the page before you answer.\n"
+    )
+    (tmp_path / "default.yaml").write_text(
+        "name: default\nversion: '1'\nadapter: openai_tools\nmodel: m\n"
+    )
+    (tmp_path / "plain.yaml").write_text("name: plain\nversion: '1'\nadapter: reference\n")
+    result = CliRunner().invoke(app, ["agents", "list", "--directory", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.stdout.splitlines() if "@1+" in line]
+    rows = {line.split("│")[1].strip(): line for line in lines}
+    by_name = {m.name: m for m in load_manifests(tmp_path)}
+    prompted = by_name["prompted"]
+    assert prompted.prompt_hash and prompted.prompt_hash in rows[prompted.agent_version]
+    assert "- (adapter's default)" in rows[by_name["default"].agent_version]
+    assert "- (no model, no prompt)" in rows[by_name["plain"].agent_version]
+
+
+# harbor's classic template went to version 2 on 2026-11-16 (New York): the selector baseline,
+# learned on version 1, scores only before it.
+BEFORE_REDESIGN = "2026-11-15T15:00:00Z"
+
+
+def test_agents_try_at_an_instant_before_the_redesign_passes_the_selector_baseline(
+    tmp_path, monkeypatch
+):
+    """The README's walkthrough: `agents try` with --at runs against the newsroom frozen
+    before harbor's redesign, where the selector baseline scores. On a narrow terminal each
+    run's artifact folder is still printed whole (the table cut it); each run.json lists the
+    run's artifacts (it said null) and console.json is there (it was written only on errors)."""
+    from newsbench_dagster.cli.common import console
+
+    monkeypatch.setattr(console, "width", 60)
+    art = tmp_path / "a-rather-long-artifact-folder-name-so-that-no-cell-could-hold-it"
+    result = CliRunner().invoke(
+        app,
+        [
+            "agents", "try", str(AGENTS_DIR / "selector-baseline.yaml"), "--site", "harbor",
+            "--intent", "find_top_headline", "--intent", "extract_article_metadata",
+            "--tasks", "2", "--at", BEFORE_REDESIGN, "--artifacts", str(art),
+            "--port", str(free_port()),
+        ],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "clock frozen at 2026-11-15T15:00:00+00:00" in result.output
+    assert "2/2 scored runs passed" in result.output
+    folders = sorted(p.parent for p in art.glob("runs/harbor/*/*/run.json"))
+    assert len(folders) == 2
+    lines = result.stdout.splitlines()
+    for folder in folders:
+        assert f"  {folder}" in lines, result.stdout  # whole, on a line of its own
+        run = json.loads((folder / "run.json").read_text())
+        assert run["day"].startswith("2026-11-15")
+        assert run["environment"]["world"]["frozen_at"] == "2026-11-15T15:00:00+00:00"
+        kinds = run["artifacts"]
+        assert {"run", "screenshot", "har", "console", "a11y", "trace"} <= set(kinds), kinds
+        assert kinds["run"] == (folder / "run.json").as_uri()
+        assert kinds["console"] == (folder / "console.json").as_uri()
+        # The frozen pages log nothing: the file says so with an empty list.
+        assert json.loads((folder / "console.json").read_text()) == run["console_errors"] == []
