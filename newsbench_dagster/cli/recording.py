@@ -11,16 +11,18 @@ import typer
 
 from newsbench_dagster.cli.common import (
     DEFAULT_PORT,
+    AtOption,
     agent,
     allowlist,
     console,
+    day_of,
     err,
     fail,
+    instant,
     progress,
     read_tasks,
     run_settings,
     running_newsroom,
-    today,
 )
 
 app = typer.Typer(help="Recordings (WARC 1.1): audit and index them.", no_args_is_help=True)
@@ -37,7 +39,7 @@ def _task_pages(tasks: list[dict]) -> list[str]:
     return list(dict.fromkeys(pages))
 
 
-def _record_agent_runs(manifest: Path, todo: list[dict], world, registry, pages, out) -> None:
+def _record_agent_runs(manifest: Path, todo: list[dict], world, registry, pages, out, day) -> None:
     """Run the agent live on the tasks, recording what its runs load; merge that into the
     recording of the task pages (which wins) at `out`."""
     import asyncio
@@ -62,7 +64,7 @@ def _record_agent_runs(manifest: Path, todo: list[dict], world, registry, pages,
             )
             with progress() as bar:
                 job = bar.add_task(f"recording {built.manifest.agent_version}", total=len(todo))
-                rows = asyncio.run(runner.run(todo, today(), lambda _: bar.advance(job)))
+                rows = asyncio.run(runner.run(todo, day, lambda _: bar.advance(job)))
     finally:
         recorder.close()
     answered = sum(r["run_status"] == "answered" for r in rows)
@@ -105,6 +107,7 @@ def record(
     ] = False,
     port: Annotated[int, typer.Option(help="Newsroom port (for *.test sites).")] = DEFAULT_PORT,
     settle_ms: Annotated[int, typer.Option(help="Wait after each load, ms.")] = 500,
+    at: AtOption = None,
 ) -> None:
     """Record pages into a WARC 1.1 file: every request Chromium makes and its response, each
     site's robots.txt and 404 page, a page timeline and the recording clock. Cookies,
@@ -115,7 +118,8 @@ def record(
     with --tasks-out the tasks are written back naming the recording, ready for
     `newsbench replay run`. With --agent, the agent also runs the tasks live and every page
     and call its runs make is recorded (merged in, the task pages winning), so the replay
-    holds what the agent needs. --browse opens a window and records what you browse."""
+    holds what the agent needs. --browse opens a window and records what you browse. With
+    --at the newsroom is frozen at that instant: its pages and tasks are that instant's."""
     import asyncio
 
     from newsbench_dagster.core.harness.browser import BrowserOptions
@@ -124,7 +128,9 @@ def record(
 
     registry = allowlist(site, intent)
     todo: list[dict] = read_tasks(tasks_from) if tasks_from else []
-    with running_newsroom(port) as world:
+    frozen = instant(at)
+    day = day_of(frozen)
+    with running_newsroom(port, frozen) as world:
         if site:
             from newsbench_dagster.core.tasks.intents import ALL_INTENTS
             from newsbench_dagster.core.tasks.produce import todays_tasks
@@ -132,9 +138,7 @@ def record(
 
             with Fetcher(world.routing, registry.allowed_origins) as fetcher:
                 for key in site:
-                    made = todays_tasks(
-                        registry, fetcher, today(), [key], tuple(intent) or ALL_INTENTS
-                    )
+                    made = todays_tasks(registry, fetcher, day, [key], tuple(intent) or ALL_INTENTS)
                     todo += made[:tasks]
         try:
             pages = list(dict.fromkeys([*urls, *_task_pages(todo)]))
@@ -150,7 +154,7 @@ def record(
         if agent_manifest:
             if not todo:
                 fail("--agent needs tasks: give --site or --tasks-from", 2)
-            _record_agent_runs(agent_manifest, todo, world, registry, pages_file, out)
+            _record_agent_runs(agent_manifest, todo, world, registry, pages_file, out, day)
     err.print(
         f"{out}: {summary.exchanges} exchanges from {len(summary.pages)}/{len(pages)} pages; "
         f"stripped {summary.stripped_headers} secret headers, "

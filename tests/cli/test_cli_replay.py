@@ -142,3 +142,30 @@ def test_replay_run_names_a_file_that_is_not_tasks_in_one_line(tmp_path):
     loose = tmp_path / "loose.yaml"
     loose.write_text(SUITE.read_text())
     assert "task 0 has no id" in _refused(loose)
+
+
+def test_record_at_an_instant_then_replay_the_selector_baseline_as_the_readme_does(tmp_path):
+    """The README's walkthrough: harbor recorded with --at before its redesign (2026-11-16),
+    then the selector baseline (learned on that template) replayed offline passes there."""
+    warc, tasks = tmp_path / "harbor.warc.gz", tmp_path / "harbor.tasks.jsonl"
+    result = CliRunner().invoke(
+        app,
+        [
+            "record", "--site", "harbor", "--intent", "find_top_headline",
+            "--intent", "extract_article_metadata", "--tasks", "2",
+            "--agent", str(AGENTS_DIR / "reference.yaml"), "--at", "2026-11-15T15:00:00Z",
+            "--out", str(warc), "--tasks-out", str(tasks), "--port", str(free_port()),
+            "--settle-ms", "100",
+        ],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "clock frozen at 2026-11-15T15:00:00+00:00" in result.output
+    recorded = [json.loads(line) for line in tasks.read_text().splitlines()]
+    assert len(recorded) == 2 and {t["day"] for t in recorded} == {"2026-11-15"}
+    result = CliRunner().invoke(
+        app,
+        ["replay", "run", str(tasks), "--agent", str(AGENTS_DIR / "selector-baseline.yaml"),
+         "--artifacts", str(tmp_path / "art")],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "2/2 scored runs passed" in result.output
