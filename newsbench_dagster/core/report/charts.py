@@ -186,6 +186,6 @@ def png(chart: alt.Chart, scale: float = 1.0) -> bytes:
 def markdown_image(chart: alt.Chart | None, alt_text: str) -> str:
     """Markdown the Dagster UI renders as the chart (a PNG inlined as a data URI)."""
     if chart is None:
-        return f"_{alt_text}: nothing to plot yet_"
+        return f"_{alt_text}: nothing to plot_"
     data = base64.b64encode(png(chart)).decode()
     return f"![{alt_text}](data:image/png;base64,{data})"
