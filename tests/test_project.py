@@ -71,6 +71,7 @@ def test_graph_shape_and_partitions():
         "run_scores",
         "site_drift",
         "kpi_daily",
+        "daily_report",
         "candidate_runs",
         "candidate_scores",
         "release_decision",
@@ -86,6 +87,15 @@ def test_graph_shape_and_partitions():
         "regression_gate",
         "compliance_gate",
     }
+    # A day's rollup and report follow its scores by a sensor that is on by default.
+    from dagster import DefaultSensorStatus
+
+    sensor = defs.get_sensor_def("kpis_follow_scores")
+    assert sensor.default_status == DefaultSensorStatus.RUNNING
+    for key in ("kpi_daily", "daily_report"):
+        assert graph.get(AssetKey(key)).automation_condition.get_label() == (
+            "follows its day's scores"
+        )
     # Candidates are partitioned by agent version (dynamic); sites and days stay static.
     assert graph.get(AssetKey("release_decision")).partitions_def.name == "agent_version"
     # The production variant builds too (BigQuery cannot run here; only its wiring is checked).
