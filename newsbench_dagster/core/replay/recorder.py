@@ -282,6 +282,10 @@ async def capture(route, recorder: WarcRecorder, client) -> None:
     be followed by the browser unseen); a sub-resource's chain is followed here."""
     import httpx
 
+    if client.is_closed:
+        # The batch is over: a closing page's last request is neither recorded nor sent.
+        await _abort_quietly(route)
+        return
     req = route.request
     nav = req.is_navigation_request()
     sent = {
@@ -299,6 +303,11 @@ async def capture(route, recorder: WarcRecorder, client) -> None:
                 req.method, req.url, headers=sent, content=body, follow_redirects=not nav
             )
             break
+        except RuntimeError:
+            if not client.is_closed:
+                raise
+            await _abort_quietly(route)  # closed while this request waited its turn
+            return
         except httpx.HTTPError as e:
             if attempt + 1 < tries and isinstance(e, httpx.ReadError | httpx.RemoteProtocolError):
                 continue
@@ -325,3 +334,11 @@ async def capture(route, recorder: WarcRecorder, client) -> None:
         headers={k: v for k, v in resp.headers.items() if k.lower() not in _WIRE_HEADERS},
         body=resp.content,
     )
+
+
+async def _abort_quietly(route) -> None:
+    """Abort a request whose page may be closing (then there is nothing left to abort)."""
+    from playwright.async_api import Error as PlaywrightError
+
+    with contextlib.suppress(PlaywrightError):
+        await route.abort("connectionfailed")

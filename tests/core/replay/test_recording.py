@@ -257,3 +257,42 @@ def test_a_url_the_recorder_redacted_passes_the_audit_and_a_raw_one_fails(tmp_pa
         )
     [finding] = audit(raw)
     assert finding.kind == "credential_param"
+
+
+def test_a_request_routed_after_the_batch_closed_its_client_is_aborted_quietly():
+    """`record --agent` ended, about one time in two, with an "Error occurred in event
+    listener" traceback: a closing page's last request reached the capture after the batch
+    had closed its HTTP client. It is aborted, not sent, and nothing is raised."""
+    import asyncio
+
+    from playwright.async_api import Error as PlaywrightError
+
+    from newsbench_dagster.core.replay.recorder import capture
+    from newsbench_dagster.core.web.network import async_client
+
+    class Route:
+        aborted: list[str] = []
+
+        class request:  # noqa: N801 - Playwright's attribute
+            method, url, post_data_buffer = "GET", "http://harbor-herald.test/x.js", None
+
+            @staticmethod
+            def is_navigation_request():
+                return False
+
+            @staticmethod
+            async def all_headers():
+                return {}
+
+        async def abort(self, code="failed"):
+            self.aborted.append(code)
+            raise PlaywrightError("Target page, context or browser has been closed")
+
+    async def late() -> list[str]:
+        client = async_client(timeout=5)
+        await client.aclose()
+        route = Route()
+        await capture(route, recorder=None, client=client)
+        return route.aborted
+
+    assert asyncio.run(late()) == ["connectionfailed"]
