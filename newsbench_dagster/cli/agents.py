@@ -149,15 +149,14 @@ def agents_try(
 def _print_artifact_folders(rows: list[dict]) -> None:
     """Each run's artifact folder, whole, one per line (a table cell would cut or break a
     path, and a path is for copying)."""
-    from urllib.parse import urlsplit
-    from urllib.request import url2pathname
+    from newsbench_dagster.core.artifacts import local_path
 
     folders = []
     for row in rows:
         uri = row["artifacts"].get("run")
         if uri:
-            path = url2pathname(urlsplit(uri).path) if uri.startswith("file://") else uri
-            folders.append(path.rsplit("/", 1)[0])
+            path = local_path(uri)  # another store's URI is shown as it is
+            folders.append(str(path.parent) if path else uri.rsplit("/", 1)[0])
     if folders:
         console.print("artifacts (a folder per run):", highlight=False)
     for folder in folders:

@@ -68,10 +68,21 @@ class LocalArtifactStore:
             return None
 
     def get(self, uri: str) -> bytes:
-        parts = urlsplit(uri)
-        if parts.scheme != "file":
+        path = local_path(uri) if urlsplit(uri).scheme == "file" else None
+        if path is None:
             raise ValueError(f"not a local artifact URI: {uri!r}")
-        return Path(url2pathname(parts.path)).read_bytes()
+        return path.read_bytes()
+
+
+def local_path(uri: str | None) -> Path | None:
+    """The file behind a local artifact (a `file://` URI or a plain path); None for the URIs
+    of other stores (gs://, s3://), which are linked, not read."""
+    if not uri:
+        return None
+    parts = urlsplit(uri)
+    if parts.scheme == "file":
+        return Path(url2pathname(parts.path))
+    return None if "://" in uri else Path(uri)
 
 
 def _checked_key(key: str) -> str:
@@ -127,5 +138,5 @@ def artifact_store(root: str | Path) -> ArtifactStore:
     if "://" not in text:
         return LocalArtifactStore(text)
     if text.startswith("file://"):
-        return LocalArtifactStore(url2pathname(urlsplit(text).path))
+        return LocalArtifactStore(local_path(text))
     return FsspecArtifactStore(text)

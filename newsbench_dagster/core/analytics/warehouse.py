@@ -37,13 +37,18 @@ def reading(database: str | Path) -> Iterator:
 
 def table_rows(database: str | Path, table: str, where: str, params: list) -> list[dict]:
     """Rows of a declared table as `core.analytics.tables.records` gives them (JSON parsed)."""
+    with reading(database) as con:
+        return query_rows(con, table, where, params, database)
+
+
+def query_rows(con, table: str, where: str, params: list, database: str | Path = "") -> list[dict]:
+    """`table_rows` on a connection `reading` gave (several tables in one turn)."""
     import duckdb
 
-    with reading(database) as con:
-        try:
-            df = con.execute(f"SELECT * FROM {SCHEMA}.{table} WHERE {where}", params).df()
-        except duckdb.CatalogException as e:
-            raise WarehouseError(f"{database}: no table {SCHEMA}.{table}") from e
+    try:
+        df = con.execute(f"SELECT * FROM {SCHEMA}.{table} WHERE {where}", params).df()
+    except duckdb.CatalogException as e:
+        raise WarehouseError(f"{database}: no table {SCHEMA}.{table}") from e
     return tables.records(df, table)
 
 

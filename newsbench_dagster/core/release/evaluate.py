@@ -18,14 +18,13 @@ from newsbench_dagster.core.harness.build import build_runner, fetch_robots
 from newsbench_dagster.core.harness.settings import RunSettings
 from newsbench_dagster.core.release.plan import TaskSet
 from newsbench_dagster.core.release.policy import Policy
-from newsbench_dagster.core.scoring.failures import EnvFailure
+from newsbench_dagster.core.scoring.failures import ENV_CLASSES
 from newsbench_dagster.core.scoring.score import score_safely
 from newsbench_dagster.core.scoring.witness import apply_witness
 from newsbench_dagster.core.web.network import World
 from newsbench_dagster.core.web.sites import SiteRegistry
 
 CANDIDATE, BASELINE = "candidate", "baseline"
-_ENV_CLASSES = {e.value for e in EnvFailure}
 
 
 @dataclass
@@ -35,7 +34,7 @@ class Evaluation:
 
 
 def _is_env(score: dict) -> bool:
-    return bool(score.get("excluded")) and score.get("failure_class") in _ENV_CLASSES
+    return bool(score.get("excluded")) and score.get("failure_class") in ENV_CLASSES
 
 
 _CARRIED = ("candidate_version", "role", "attempt", "counted", "look")

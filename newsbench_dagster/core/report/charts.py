@@ -14,25 +14,13 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from newsbench_dagster.core.scoring.failures import SUCCESS, VOID, EnvFailure
+from newsbench_dagster.core.scoring.failures import SUCCESS, kind_of
 
 if TYPE_CHECKING:  # altair is imported by the functions that draw (definitions load faster)
     import altair as alt
 
 ALL = "*"
 WIDTH = 520
-ENV_CLASSES = frozenset(e.value for e in EnvFailure)
-
-
-def kind_of(failure_class: str | None) -> str:
-    """success / agent / environment / void: whose the run's outcome is."""
-    if failure_class == SUCCESS:
-        return "success"
-    if failure_class == VOID:
-        return "void"
-    if failure_class in ENV_CLASSES:
-        return "environment"
-    return "agent"
 
 
 def success_over_days(kpi_rows: Iterable[dict], site: str = ALL) -> alt.Chart | None:

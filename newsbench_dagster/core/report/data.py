@@ -42,47 +42,51 @@ def _midnight(day: date) -> datetime:
     return datetime(day.year, day.month, day.day)
 
 
-def _optional(database: Path, table: str, where: str, params: list) -> list[dict]:
-    # Tables a fresh warehouse may not have yet (no drift check ran, no candidate was gated).
-    try:
-        return warehouse.table_rows(database, table, where, params)
-    except WarehouseError:
-        return []
-
-
 def from_warehouse(database: str | Path, day: date, site: str | None = None) -> ReportData:
-    """The day's rows from the DuckDB warehouse; a day with no scored runs is an error that
-    says so (a report of nothing would look like a quiet day)."""
+    """The day's rows from the DuckDB warehouse, read in one turn; a day with no scored runs
+    is an error that says so (a report of nothing would look like a quiet day)."""
     database = Path(database)
     start, end = _midnight(day), _midnight(day + timedelta(days=1))
     first = _midnight(day - timedelta(days=HISTORY_DAYS))
-    where_day = "day = ?"
-    scores = warehouse.table_rows(database, "run_scores", where_day, [start])
-    if site is not None:
-        scores = [r for r in scores if r["site"] == site]
-    if not scores:
-        sites = sorted(
-            {r["site"] for r in warehouse.table_rows(database, "run_scores", "TRUE", [])}
+    with warehouse.reading(database) as con:
+
+        def rows(table: str, where: str, params: list) -> list[dict]:
+            return warehouse.query_rows(con, table, where, params, database)
+
+        def optional(table: str, where: str, params: list) -> list[dict]:
+            # Tables a fresh warehouse may not have yet (no drift check ran, no gate decided).
+            try:
+                return rows(table, where, params)
+            except WarehouseError:
+                return []
+
+        report = ReportData(
+            day=day,
+            site=site,
+            kpis=optional("kpi_daily", "day = ?", [start]),
+            history=optional(
+                "kpi_daily", "day >= ? AND day <= ? AND slice_kind = 'all'", [first, start]
+            ),
+            scores=rows("run_scores", "day = ?", [start]),
+            runs=rows("agent_runs", "day = ?", [start]),
+            tasks=optional("news_tasks", "day = ?", [start]),
+            drift=optional("site_drift", "day >= ? AND day <= ?", [first, start]),
+            decisions=optional(
+                "release_decision",
+                "decided_at < ? ORDER BY decided_at DESC LIMIT ?",
+                [end, DECISIONS],
+            ),
+            source=str(database),
         )
+        if not report.scores:
+            sites = [s for (s,) in con.execute(
+                f"SELECT DISTINCT site FROM {warehouse.SCHEMA}.run_scores ORDER BY site"
+            ).fetchall()]  # fmt: skip
+    if not report.scores:
         what = f"site {site!r} on {day}" if site else str(day)
         raise WarehouseError(
             f"{database}: no scored runs for {what} (sites with runs on any day: "
             f"{', '.join(sites) or 'none'}); evaluate it first (`newsbench demo`, "
             "`newsbench backfill`) or use `newsbench report --demo`"
         )
-    decisions = _optional(database, "release_decision", "decided_at < ?", [end])
-    decisions.sort(key=lambda r: str(r["decided_at"]), reverse=True)
-    return ReportData(
-        day=day,
-        site=site,
-        kpis=_optional(database, "kpi_daily", where_day, [start]),
-        history=_optional(
-            database, "kpi_daily", "day >= ? AND day <= ? AND slice_kind = 'all'", [first, start]
-        ),
-        scores=scores,
-        runs=warehouse.table_rows(database, "agent_runs", where_day, [start]),
-        tasks=_optional(database, "news_tasks", where_day, [start]),
-        drift=_optional(database, "site_drift", "day >= ? AND day <= ?", [first, start]),
-        decisions=decisions[:DECISIONS],
-        source=str(database),
-    )
+    return report

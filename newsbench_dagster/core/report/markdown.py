@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 
-from newsbench_dagster.core.report.charts import kind_of
+from newsbench_dagster.core.scoring.failures import kind_of
 
 MAX_ROWS = 60  # the UI renders the table inline; the report has every run
 

@@ -11,13 +11,14 @@ import shutil
 from collections import Counter, defaultdict
 from datetime import UTC, datetime
 from pathlib import Path
-from urllib.parse import unquote, urlparse
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
+from newsbench_dagster.core.artifacts import local_path
 from newsbench_dagster.core.report import charts
 from newsbench_dagster.core.report.clusters import cluster, message_of
 from newsbench_dagster.core.report.data import ReportData
+from newsbench_dagster.core.scoring.failures import kind_of
 
 VERDICTS = ("outcome", "trajectory", "side_effects", "stop", "security")
 DOM_SLICE = 6000  # characters of the run's last DOM snapshot shown on its page
@@ -35,18 +36,6 @@ def _env() -> Environment:
     env.filters["num"] = lambda v, spec=".2f": "-" if v is None else format(v, spec)
     env.filters["pretty"] = lambda v: json.dumps(v, indent=2, ensure_ascii=False, default=str)
     return env
-
-
-def local_path(uri: str | None) -> Path | None:
-    """The file behind a `file://` artifact URI (other stores are linked, not read)."""
-    if not uri:
-        return None
-    parsed = urlparse(uri)
-    if parsed.scheme == "file":
-        return Path(unquote(parsed.path))
-    if not parsed.scheme:
-        return Path(uri)
-    return None
 
 
 def verdict_reasons(score: dict, run: dict) -> list[dict]:
@@ -142,7 +131,7 @@ def run_page(score: dict, run: dict, task: dict | None, out: Path) -> dict:
     return {
         "score": score,
         "run": run,
-        "kind": charts.kind_of(score.get("failure_class")),
+        "kind": kind_of(score.get("failure_class")),
         "prompt": _prompt(task),
         "verdicts": verdict_reasons(score, run),
         "message": message_of(score, run),
@@ -160,7 +149,7 @@ def _taxonomy(scores: list[dict], by: str) -> list[dict]:
     """Per site (or intent): runs, successes, agent and environment failures, void."""
     table: dict[str, Counter] = defaultdict(Counter)
     for s in scores:
-        table[s.get(by) or "?"][charts.kind_of(s.get("failure_class"))] += 1
+        table[s.get(by) or "?"][kind_of(s.get("failure_class"))] += 1
         table[s.get(by) or "?"]["runs"] += 1
     return [{"key": k, **c} for k, c in sorted(table.items())]
 
@@ -208,9 +197,9 @@ def write(data: ReportData, out: str | Path, progress=None) -> Path:
         plots=plots,
         taxonomy={by: _taxonomy(scores, by) for by in ("site", "intent")},
         incidents=incidents,
-        clusters=cluster(scores, runs, charts.kind_of),
+        clusters=cluster(scores, runs, kind_of),
         scores=scores,
-        kinds=Counter(charts.kind_of(s.get("failure_class")) for s in scores),
+        kinds=Counter(kind_of(s.get("failure_class")) for s in scores),
         generated=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
     )
     path = out / "index.html"

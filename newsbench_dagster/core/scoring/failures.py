@@ -43,6 +43,9 @@ class AgentFailure(StrEnum):
     CONTEXT_OVERFLOW = "context_overflow"  # its conversation outgrew the model's context
 
 
+ENV_CLASSES = frozenset(e.value for e in EnvFailure)
+
+
 # The run statuses a model agent's output can end a run with, each its own class.
 MODEL_OUTPUT_FAILURES = frozenset(
     {
@@ -68,3 +71,14 @@ AGENT_FAILURES = frozenset(f.value for f in AgentFailure)
 
 def is_environment_failure(failure_class: str | None) -> bool:
     return failure_class in ENV_FAILURES
+
+
+def kind_of(failure_class: str | None) -> str:
+    """success / agent / environment / void: whose a run's outcome is."""
+    if failure_class == SUCCESS:
+        return "success"
+    if failure_class == VOID:
+        return "void"
+    if failure_class in ENV_CLASSES:
+        return "environment"
+    return "agent"
