@@ -35,10 +35,10 @@ import httpx
 from newsbench_dagster.core.agents.local_model import LOCAL_KEY, LocalModel, LocalModelServer
 from newsbench_dagster.core.agents.protocol import AgentManifest
 from newsbench_dagster.core.errors import ConfigError, ModelEndpointError, ModelOutputFailure
+from newsbench_dagster.core.secrets import Redactor
 from newsbench_dagster.core.web.network import async_client
 
 RETRY_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
-REDACTED = "[redacted]"
 # How servers word a request that did not validate (pydantic in llama-cpp-python and vLLM,
 # FastAPI, OpenAI's "invalid_request_error") and a prompt over the context window.
 VALIDATION_ERROR = re.compile(
@@ -49,10 +49,6 @@ CONTEXT_EXCEEDED = re.compile(
     r"too many tokens|prompt is too long",
     re.I,
 )
-
-
-def redact(text: str, secret: str | None) -> str:
-    return text.replace(secret, REDACTED) if secret else text
 
 
 def public_url(url: str) -> str:
@@ -122,6 +118,17 @@ class Endpoint:
                 fault="environment",
             )
         return key
+
+    def secrets(self) -> dict[str, str]:
+        """The key as a secret to redact (name -> value), when it is set and not a local
+        model's (which is no secret)."""
+        if self.local is not None or not os.environ.get(self.api_key_env):
+            return {}
+        return {self.api_key_env: os.environ[self.api_key_env]}
+
+    def redactor(self, key: str) -> Redactor:
+        """What redacts `key` (and its encodings) from a call's error texts."""
+        return Redactor({} if self.local is not None else {self.api_key_env: key})
 
 
 class ChatEndpoint:
@@ -223,7 +230,7 @@ class ChatEndpoint:
         starts once it holds the server."""
         return self.server.lock if self.server is not None else contextlib.nullcontext()
 
-    async def complete(self, client: httpx.AsyncClient, payload: dict, key: str) -> dict:
+    async def complete(self, client: httpx.AsyncClient, payload: dict, secrets: Redactor) -> dict:
         """POST /chat/completions under the call's caps; the response body, or one of the
         errors in this module's docstring."""
         url = f"{self.base_url}/chat/completions"
@@ -242,9 +249,9 @@ class ChatEndpoint:
                     last = str(failure)
                     continue
                 except httpx.TransportError as e:
-                    last = f"unreachable ({type(e).__name__}: {redact(str(e), key)})"
+                    last = f"unreachable ({type(e).__name__}: {secrets.text(str(e))})"
                     continue
-            status, text = response.status_code, _error_text(response, key)
+            status, text = response.status_code, _error_text(response, secrets)
             if status >= 400:
                 failure = refusal(status, text, where, self.endpoint.api_key_env)
                 if failure is not None:
@@ -329,17 +336,17 @@ def _body(response: httpx.Response, where: str) -> dict:
     return body
 
 
-def _error_text(response: httpx.Response, key: str) -> str:
+def _error_text(response: httpx.Response, secrets: Redactor) -> str:
     if response.status_code < 400:
         return ""
     try:
         detail = (response.json().get("error") or {}).get("message") or response.text
     except (ValueError, AttributeError):
         detail = response.text
-    return redact(str(detail), key)[:300]
+    return secrets.text(str(detail))[:300]
 
 
-def first_message(body: dict, key: str) -> tuple[dict, str | None]:
+def first_message(body: dict, secrets: Redactor) -> tuple[dict, str | None]:
     """The first choice's message and finish reason; the agent's failure when there is none."""
     choices = body.get("choices")
     first = choices[0] if isinstance(choices, list) and choices else None
@@ -347,7 +354,7 @@ def first_message(body: dict, key: str) -> tuple[dict, str | None]:
     if not isinstance(message, dict):
         raise ModelEndpointError(
             "model endpoint answered without choices[0].message: "
-            + redact(json.dumps(body)[:200], key),
+            + secrets.text(json.dumps(body))[:200],
             fault="agent",
         )
     return message, first.get("finish_reason")

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 
+from newsbench_dagster.core.secrets import Redactor
+
 OUTPUT_CAP = 256 * 1024  # bytes kept of each stream: the first and last halves
 READ_CHUNK = 64 * 1024
 
@@ -38,11 +40,11 @@ class StreamCapture:
         data = bytes(self.head + self.tail) if whole else bytes(self.tail)
         return data.decode("utf-8", errors="replace")
 
-    def text(self, secrets: list[bytes]) -> bytes:
+    def text(self, secrets: Redactor) -> bytes:
         """What is kept of the stream, a marker where bytes were dropped, secrets redacted."""
         dropped = self.total - len(self.head) - len(self.tail)
         if dropped <= 0:
-            return _redact(bytes(self.head + self.tail), secrets)
+            return secrets.bytes(bytes(self.head + self.tail))
         # Cut at line ends so a secret (never multi-line) is not split across the gap, where
         # neither half would redact it.
         head, tail = bytes(self.head), bytes(self.tail)
@@ -52,15 +54,4 @@ class StreamCapture:
             tail = tail[tail.index(b"\n") + 1 :]
         gap = self.total - len(head) - len(tail)
         marker = f"\n[... {gap} bytes not kept ...]\n".encode()
-        return _redact(head, secrets) + marker + _redact(tail, secrets)
-
-
-def _redact(data: bytes, secrets: list[bytes]) -> bytes:
-    for secret in sorted(secrets, key=len, reverse=True):
-        data = data.replace(secret, b"[REDACTED]")
-    return data
-
-
-def redact_text(text: str, secrets: list[bytes]) -> str:
-    """The text with each secret replaced by [REDACTED], longest first."""
-    return _redact(text.encode(), secrets).decode("utf-8", errors="replace")
+        return secrets.bytes(head) + marker + secrets.bytes(tail)

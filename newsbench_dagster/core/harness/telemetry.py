@@ -28,6 +28,8 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
+from newsbench_dagster.core.secrets import Redactor
+
 SCOPE = InstrumentationScope("newsbench_dagster.core.harness.telemetry", "1")
 SERVICE_NAME = "newsbench"
 ROOT_SPAN_NAME = "newsbench.run"
@@ -334,15 +336,14 @@ def _capture_exporter_errors() -> Iterator[_ThreadErrors]:
 
 def _redact(text: str, endpoint: str, headers: Mapping[str, str]) -> str:
     """`text` without header values or the endpoint's credentials (userinfo, query)."""
-    secrets = [v for v in headers.values() if len(v) >= 8]  # shorter ones would mangle words
+    # Header values shorter than 8 are names and flags (gzip, true), not credentials.
+    secrets = {f"otlp header {k}": v for k, v in headers.items() if len(v) >= 8}
     try:
         parts = urlsplit(endpoint)
-        secrets += [x for x in (parts.password, parts.query) if x]
+        secrets.update({"otlp password": parts.password or "", "otlp query": parts.query})
     except ValueError:
         pass
-    for secret in secrets:
-        text = text.replace(secret, "<redacted>")
-    return _cap(text, MAX_ERROR)
+    return _cap(Redactor(secrets).text(text), MAX_ERROR)
 
 
 def _export_otlp(

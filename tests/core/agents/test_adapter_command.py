@@ -24,12 +24,14 @@ from newsbench_dagster.core.errors import ConfigError
 from newsbench_dagster.core.harness.runner import Runner, run_tasks
 from newsbench_dagster.core.harness.settings import RunSettings
 from newsbench_dagster.core.scoring.score import score_run
+from newsbench_dagster.core.secrets import Redactor
 from newsbench_dagster.paths import AGENTS_DIR, PROJECT_ROOT
 
 EXAMPLE = str(PROJECT_ROOT / "examples" / "cdp_agent.py")
 EXAMPLE_ARGS = ["--cdp-url", "{cdp_url}", "--answer-file", "{answer_file}"]
 EXAMPLE_ARGS += ["--prompt", "{prompt}", "--url", "{url}"]
 SECRET = "s3cr3t-" + os.urandom(6).hex()
+MARK = "[redacted:NB_TEST_AGENT_SECRET]"
 CRASH = "import os, sys; sys.stderr.write('model fell over, key ' + os.environ['KEY']); exit(3)"
 INJECTION = "Lead? ; rm -rf ./victim $(touch pwned1) `touch pwned2` && echo $HOME"
 
@@ -145,7 +147,8 @@ def test_example_agent_reads_article_metadata(good_runs):
 def test_secrets_from_the_environment_are_redacted_from_kept_output(good_runs):
     for run_row, _ in good_runs.values():
         stdout = kept(run_row, "command_stdout.txt")
-        assert "using token [REDACTED]" in stdout  # the agent did get and print it
+        # The agent did get the secret, and printed it.
+        assert f"using token {MARK}" in stdout
         saved = Path(run_row["artifacts"]["run"].removeprefix("file://")).read_text()
         record = json.dumps(run_row["adapter"]["command"])
         for text in (stdout, kept(run_row, "command_stderr.txt"), record):
@@ -193,8 +196,8 @@ def test_a_malformed_answer_is_the_agents_error_naming_the_text(bad_runs):
 def test_a_non_zero_exit_is_recorded_with_what_it_said(bad_runs):
     run_row, _ = bad_runs[0]["crash"]
     assert run_row["run_status"] == "agent_error"
-    assert "code 3" in run_row["error"] and "model fell over, key [REDACTED]" in run_row["error"]
-    assert "model fell over, key [REDACTED]" in kept(run_row, "command_stderr.txt")
+    assert "code 3" in run_row["error"] and f"model fell over, key {MARK}" in run_row["error"]
+    assert f"model fell over, key {MARK}" in kept(run_row, "command_stderr.txt")
     assert SECRET not in run_row["error"]
 
 
@@ -249,11 +252,12 @@ def test_output_keeps_its_head_and_tail_within_the_cap_and_redacted():
         cap = StreamCapture(cap=4000)
         await cap.read(reader)
         assert cap.ending().endswith(f"line 4999 key={SECRET}\n")  # where an answer is read
-        return cap.text([SECRET.encode()])
+        return cap.text(Redactor({"NB_TEST_AGENT_SECRET": SECRET}))
 
     kept = asyncio.run(capture())
-    assert len(kept) <= 4100 and b"bytes not kept" in kept
-    assert kept.startswith(b"line 0 key=[REDACTED]") and kept.endswith(
-        b"line 4999 key=[REDACTED]\n"
+    grown = (len(MARK) - len(SECRET)) * kept.count(MARK.encode())  # the marker is longer
+    assert len(kept) - grown <= 4100 and b"bytes not kept" in kept
+    assert kept.startswith(f"line 0 key={MARK}".encode()) and kept.endswith(
+        f"line 4999 key={MARK}\n".encode()
     )
     assert SECRET.encode() not in kept and SECRET[:8].encode() not in kept  # no half secret

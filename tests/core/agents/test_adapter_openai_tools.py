@@ -233,9 +233,9 @@ def test_the_key_goes_to_the_endpoint_and_nowhere_else(openai_batch):
 
 def test_endpoint_failures_end_the_run_with_a_clear_redacted_error(openai_batch):
     for run, score in _runs(openai_batch, "refused"):
-        # The endpoint echoed the key in its error body: the row says [redacted].
+        # The endpoint echoed the key in its error body: the row says [redacted:KEY_ENV].
         assert "refused the key from NEWSBENCH_TEST_MODEL_KEY: HTTP 401" in run["error"]
-        assert "[redacted]" in run["error"] and FAKE_KEY not in run["error"]
+        assert f"[redacted:{KEY_ENV}]" in run["error"] and FAKE_KEY not in run["error"]
         assert run["answer"] is None and run["tokens"] == 0
         # A refused key is the provider's (or our configuration's) failure, not the agent's.
         assert run["env_failure"] == "model_unavailable" and score["excluded"]

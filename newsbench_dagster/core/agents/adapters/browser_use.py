@@ -51,7 +51,6 @@ from newsbench_dagster.core.agents.chat_endpoint import (
     ChatEndpoint,
     Endpoint,
     public_url,
-    redact,
     refusal,
 )
 from newsbench_dagster.core.agents.protocol import AgentManifest, AgentTask
@@ -145,6 +144,10 @@ class BrowserUseAgent:
         self.max_history_items: int | None = p.get("max_history_items")
         # Per run (one agent serves concurrent runs).
         self._stats: weakref.WeakKeyDictionary[BrowserTools, dict] = weakref.WeakKeyDictionary()
+
+    def secrets(self) -> dict[str, str]:
+        """The endpoint's key, for the harness to redact from everything the run leaves."""
+        return self.endpoint.secrets()
 
     def describe(self) -> dict:
         """The settings every run of this agent uses (no secrets), Browser Use's version, judge
@@ -370,12 +373,13 @@ def _failure_of(e: BaseException, where: str, endpoint: Endpoint, key: str) -> E
     if isinstance(e, ModelOutputFailure | ModelEndpointError):
         return e
     cause = e.__cause__ or e
-    text = redact(f"{type(e).__name__}: {e}", key)[:300]
+    secrets = endpoint.redactor(key)
+    text = secrets.text(f"{type(e).__name__}: {e}")[:300]
     if isinstance(cause, openai.APIConnectionError):  # includes timeouts
         return ModelEndpointError(f"model endpoint {where} failed: {text}", fault="environment")
     if isinstance(cause, openai.APIStatusError):
         status = cause.status_code
-        detail = redact(str(cause.message), key)[:300]
+        detail = secrets.text(str(cause.message))[:300]
         failure = refusal(status, detail, where, endpoint.api_key_env)
         return failure or ModelEndpointError(
             f"model endpoint {where} failed: HTTP {status}: {detail}",

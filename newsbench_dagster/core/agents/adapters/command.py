@@ -37,9 +37,10 @@ from pathlib import Path
 from typing import Any
 
 from newsbench_dagster.core.agents.protocol import AgentManifest, AgentTask
-from newsbench_dagster.core.agents.stream_capture import StreamCapture, redact_text
+from newsbench_dagster.core.agents.stream_capture import StreamCapture
 from newsbench_dagster.core.agents.tools import BrowserTools, BudgetExceeded
 from newsbench_dagster.core.errors import ConfigError
+from newsbench_dagster.core.secrets import Redactor
 
 PLACEHOLDERS = frozenset(
     {"prompt", "url", "cdp_url", "answer_file", "task_file", "task_id", "run_id", "intent"}
@@ -235,14 +236,21 @@ class CommandAgent:
         seconds, answer source, error: a dict for the row). Capped and redacted."""
         return self._outputs.pop(tools, {})
 
-    def _env(self) -> tuple[dict[str, str], list[bytes]]:
-        """The child's environment, and the values that came from ${NAME} (secrets)."""
+    def secrets(self) -> dict[str, str]:
+        """The values its `${NAME}` references stand for now (name -> value): the harness
+        redacts them from everything the run leaves (core.secrets)."""
+        names = {n for v in self.params.env.values() for n in _ENV_REF.findall(v)}
+        return {n: os.environ[n] for n in sorted(names) if os.environ.get(n)}
+
+    def _env(self) -> tuple[dict[str, str], Redactor]:
+        """The child's environment, and the redactor of the values that came from ${NAME}
+        (secrets)."""
         base = dict(os.environ) if self.params.inherit_env else {}
         if not self.params.inherit_env:
             base.update({k: os.environ[k] for k in INHERITED_ENV if k in os.environ})
         # The CDP endpoint is on loopback: never through a proxy the harness may have set.
         base["NO_PROXY"] = base["no_proxy"] = "127.0.0.1,localhost"
-        secrets: list[bytes] = []
+        secrets: dict[str, str] = {}
         missing: list[str] = []
 
         def resolve(m: re.Match) -> str:
@@ -251,7 +259,7 @@ class CommandAgent:
                 missing.append(name)
                 return ""
             if os.environ[name]:
-                secrets.append(os.environ[name].encode())
+                secrets[name] = os.environ[name]
             return os.environ[name]
 
         for key, value in self.params.env.items():
@@ -260,7 +268,7 @@ class CommandAgent:
             raise CommandAgentError(
                 f"environment variables not set for params.env: {', '.join(sorted(missing))}"
             )
-        return base, secrets
+        return base, Redactor(secrets)
 
     def _cwd(self, tools: BrowserTools) -> Path | None:
         """The command's directory: `params.cwd` relative to the project (the directory
@@ -292,7 +300,7 @@ class CommandAgent:
         argv = [substitute(a, values) for a in self.params.command]
         cwd = self._cwd(tools)
         record: dict[str, Any] = {
-            "argv": [redact_text(a, secrets) for a in argv],
+            "argv": [secrets.text(a) for a in argv],
             "cwd": str(cwd) if cwd else None,
             "pid": None,
             "exit_code": None,
@@ -315,10 +323,10 @@ class CommandAgent:
             await self._answer(tools, answer_file, out, err, secrets, record)
         except CommandAgentError as e:
             # The runner records the message as is: it must not carry a secret either.
-            record["error"] = redact_text(str(e), secrets)
+            record["error"] = secrets.text(str(e))
             raise CommandAgentError(record["error"]) from None
         except BaseException as e:
-            record["error"] = redact_text(f"{type(e).__name__}: {e}", secrets)
+            record["error"] = secrets.text(f"{type(e).__name__}: {e}")
             raise
         finally:
             record["seconds"] = round(time.perf_counter() - started, 3)
@@ -407,7 +415,7 @@ class CommandAgent:
         answer_file: Path,
         out: StreamCapture,
         err: StreamCapture,
-        secrets: list[bytes],
+        secrets: Redactor,
         record: dict,
         final: bool = True,
     ) -> None:
@@ -427,7 +435,7 @@ class CommandAgent:
         code = record.get("exit_code")
         if final and code not in (0, None):
             said = err.ending().strip()[-SHOWN:]
-            said = f"; stderr ends: {redact_text(said, secrets)!r}" if said else ""
+            said = f"; stderr ends: {secrets.text(said)!r}" if said else ""
             raise CommandAgentError(f"command exited with code {code}{said}")
 
 

@@ -198,6 +198,10 @@ class OpenAIToolsAgent:
         # Per run (one agent serves concurrent runs): counts only, never message contents.
         self._stats: weakref.WeakKeyDictionary[BrowserTools, dict] = weakref.WeakKeyDictionary()
 
+    def secrets(self) -> dict[str, str]:
+        """The endpoint's key, for the harness to redact from everything the run leaves."""
+        return self.endpoint.secrets()
+
     def describe(self) -> dict:
         """The settings every run of this agent uses (no secrets), for the run's environment
         record; the runner stores it as environment.agent_settings."""
@@ -264,7 +268,8 @@ class OpenAIToolsAgent:
         specs = chat_tools(self.tools)
         try:
             async with self.chat.client(key) as client:
-                await self._loop(task, tools, client, key, messages, specs, stats, budget)
+                secrets = self.endpoint.redactor(key)
+                await self._loop(task, tools, client, secrets, messages, specs, stats, budget)
         except ModelOutputFailure as e:
             stats["stopped"] = e.kind
             raise
@@ -272,7 +277,7 @@ class OpenAIToolsAgent:
             if budget is not None:
                 stats["context"] = budget.as_dict()
 
-    async def _loop(self, task, tools, client, key, messages, specs, stats, budget) -> None:  # noqa: PLR0913
+    async def _loop(self, task, tools, client, secrets, messages, specs, stats, budget) -> None:  # noqa: PLR0913
         invalid_in_a_row = 0
         cap = self.endpoint.max_completion_tokens
         for _ in range(self.max_turns):
@@ -286,7 +291,7 @@ class OpenAIToolsAgent:
                 "max_tokens": cap,
             }
             started = asyncio.get_running_loop().time()
-            body = await self.chat.complete(client, payload, key)
+            body = await self.chat.complete(client, payload, secrets)
             stats["call_seconds"].append(round(asyncio.get_running_loop().time() - started, 2))
             stats["turns"] += 1
             usage = body.get("usage") or {}
@@ -296,7 +301,7 @@ class OpenAIToolsAgent:
             if budget:
                 budget.calibrate(prompt_tokens)
             tools.use_tokens(prompt_tokens + completion or int(usage.get("total_tokens") or 0))
-            message, finish = first_message(body, key)
+            message, finish = first_message(body, secrets)
             calls = message.get("tool_calls") or []
             if completion > cap:
                 raise ModelOutputFailure(
