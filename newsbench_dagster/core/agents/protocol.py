@@ -11,6 +11,7 @@ import contextlib
 import hashlib
 import importlib
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -69,8 +70,8 @@ class AgentTask(BaseModel):
 class Agent(Protocol):
     """What the runner drives. `manifest` and `run` are required; the hooks below are
     optional (an agent without them gets the defaults), and the runner reads them only
-    through `needs_cdp`, `settings_of`, `serving`, `parallel_runs` and `outputs_of`, so this
-    class lists every hook there is.
+    through `needs_cdp`, `settings_of`, `serving`, `parallel_runs`, `outputs_of` and
+    `secrets_of`, so this class lists every hook there is.
 
     * `needs_cdp: bool` -- the agent brings its own browser logic and attaches over CDP: the
       runner gives it a Chromium of its own, reached through the guarded endpoint in
@@ -84,6 +85,10 @@ class Agent(Protocol):
     * `run_outputs(tools) -> dict` -- what the adapter kept of its agent, whatever happened
       to the run: bytes or text become artifacts, anything else the run row's `adapter`
       field. Stored, never trusted.
+    * `secrets() -> dict[str, str]` -- the secret values the agent is given (name -> value,
+      read from the environment when called: a command's `${NAME}` references, a model
+      endpoint's key), which the harness redacts from everything the run leaves
+      (core.secrets).
     """
 
     manifest: AgentManifest
@@ -116,6 +121,18 @@ def parallel_runs(agent: Agent) -> int | None:
 def outputs_of(agent: Agent, tools: BrowserTools) -> dict[str, Any]:
     outputs = getattr(agent, "run_outputs", None)
     return (outputs(tools) or {}) if outputs else {}
+
+
+def secrets_of(agents: Iterable[Agent]) -> dict[str, str]:
+    """The secret values of a batch's agents (name -> value), in one place: every run of
+    the batch is redacted of all of them (one agent's key has no business in another's run
+    either)."""
+    out: dict[str, str] = {}
+    for agent in agents:
+        secrets = getattr(agent, "secrets", None)
+        for name, value in ((secrets() or {}) if secrets else {}).items():
+            out.setdefault(name, value)
+    return out
 
 
 ADAPTERS = "newsbench_dagster.core.agents.adapters"

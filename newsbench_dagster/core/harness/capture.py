@@ -22,6 +22,7 @@ from newsbench_dagster.core.harness.failures import first_line
 from newsbench_dagster.core.harness.settings import RunSettings
 from newsbench_dagster.core.harness.state import RunState
 from newsbench_dagster.core.harness.telemetry import export_run_spans, otlp_endpoint_from_env
+from newsbench_dagster.core.secrets import Redactor, redacting
 
 A11Y_MAX_CHARS = 256_000
 
@@ -42,6 +43,13 @@ class RunCapture:
             if settings.otlp_endpoint
             else otlp_endpoint_from_env(os.environ)
         )
+        self.redactor = Redactor()
+
+    def redact_with(self, redactor: Redactor) -> None:
+        """The secrets of the batch's runs (core.secrets), kept out of what they leave: each
+        row, once, in `finish`, and every artifact, as the store writes it."""
+        self.redactor = redactor
+        self.store = redacting(self.store, redactor)
 
     def _put(self, task: dict, row: dict, name: str, data: bytes) -> str:
         return self.store.put(artifact_key(task, row, name), data)
@@ -131,6 +139,11 @@ class RunCapture:
         if tools is not None:
             _fold_tools(row, tools)
         row.setdefault("environment", {})
+        if self.redactor:
+            # The one redaction of the row: the warehouse, Dagster's log, the CLI's lines,
+            # the spans and run.json are all made from it from here on.
+            for name, value in row.items():
+                row[name] = self.redactor.value(value)
         if stored:
             if self.settings.keeps("spans") and tools is not None:
                 self._spans(row, task, tools)

@@ -29,6 +29,7 @@ from newsbench_dagster.core.agents.protocol import (
     needs_cdp,
     outputs_of,
     parallel_runs,
+    secrets_of,
     serving,
 )
 from newsbench_dagster.core.agents.tools import BrowserTools, BudgetExceeded
@@ -64,6 +65,7 @@ from newsbench_dagster.core.harness.state import RunState, new_row, task_id_of, 
 from newsbench_dagster.core.replay.replayer import RecordingError
 from newsbench_dagster.core.scoring.checkers import Evidence
 from newsbench_dagster.core.scoring.failures import EnvFailure
+from newsbench_dagster.core.secrets import Redactor
 from newsbench_dagster.core.tasks.contract import validation_errors
 from newsbench_dagster.core.web.network import RobotsRules, async_client
 
@@ -114,6 +116,8 @@ class Runner:
     ) -> list[dict]:
         jobs = self.schedule(tasks)
         sem = asyncio.Semaphore(self.settings.concurrency)
+        # The agents' secrets, read now, redacted from every row and artifact of the batch.
+        self._capture.redact_with(Redactor(secrets_of(self.agents)))
         if self.settings.record is not None:
             self._capture_client = async_client(proxy=self.options.routing.proxy, timeout=30)
         if self.options.routing.events_url:
