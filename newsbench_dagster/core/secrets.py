@@ -180,8 +180,10 @@ class Redactor:
             return self.text(value)
         if isinstance(value, dict):
             return {self.value(k): self.value(v) for k, v in value.items()}
-        if isinstance(value, list | tuple):
-            return type(value)(self.value(v) for v in value)
+        if isinstance(value, list):
+            return [self.value(v) for v in value]
+        if isinstance(value, tuple):  # a named tuple too: JSON writes it as a list anyway
+            return tuple(self.value(v) for v in value)
         if isinstance(value, bytes):
             return self.bytes(value)
         if value is None or isinstance(value, bool | int | float | datetime | date):
