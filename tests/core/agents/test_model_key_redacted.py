@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from newsbench_dagster.core.agents.protocol import AgentManifest, build_agent
 from newsbench_dagster.core.artifacts import LocalArtifactStore, local_path
 from newsbench_dagster.core.harness.runner import Runner, run_tasks
 from newsbench_dagster.core.harness.settings import RunSettings
+from tests.core.harness.test_telemetry import Collector
 from tests.support.model_adapters import FAKE_KEY, KEY_ENV
 from tests.support.openai_double import OpenAIDouble, calls, tool_call
 from tests.support.secret_scan import found, leaks_in_tree
@@ -35,13 +38,15 @@ def echoing_model(entry_url: str):
     return script
 
 
+@pytest.mark.parametrize("spans_to", ["file", "otlp"])
 def test_a_key_the_endpoint_echoes_reaches_no_trajectory_span_row_or_artifact(
-    harbor, browser_options, tmp_path, monkeypatch
+    spans_to, harbor, browser_options, tmp_path, monkeypatch
 ):
     day, tasks, robots = harbor
     task = next(t for t in tasks if t["intent"] == "find_top_headline")
     monkeypatch.setenv(KEY_ENV, FAKE_KEY)
-    with OpenAIDouble(echoing_model(task["entry_url"])) as model:
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    with OpenAIDouble(echoing_model(task["entry_url"])) as model, Collector() as collector:
         manifest = AgentManifest(
             name="echo",
             version="t",
@@ -50,7 +55,10 @@ def test_a_key_the_endpoint_echoes_reaches_no_trajectory_span_row_or_artifact(
             params={"base_url": model.base_url, "api_key_env": KEY_ENV},
         )
         settings = RunSettings(
-            concurrency=1, screenshot=False, artifacts=("har", "console", "a11y", "trace", "spans")
+            concurrency=1,
+            screenshot=False,
+            artifacts=("har", "console", "a11y", "trace", "spans"),
+            otlp_endpoint=collector.endpoint if spans_to == "otlp" else None,
         )
         runner = Runner(
             [build_agent(manifest)],
@@ -67,6 +75,10 @@ def test_a_key_the_endpoint_echoes_reaches_no_trajectory_span_row_or_artifact(
     mark = f"[redacted:{KEY_ENV}]"
     assert mark in json.dumps(row["trajectory"]) and mark in json.dumps(row["answer"])
     assert not found(json.dumps(row, default=str), FAKE_KEY)
-    spans = local_path(row["artifacts"]["spans"]).read_text(encoding="utf-8")
-    assert mark in spans and not found(spans, FAKE_KEY)
+    if spans_to == "file":
+        spans = local_path(row["artifacts"]["spans"]).read_bytes()
+    else:  # the protobuf the collector received holds its strings as UTF-8
+        assert row["environment"]["telemetry"]["exported"] == "otlp"
+        spans = b"".join(body for _, _, body in collector.requests)
+    assert mark.encode() in spans and not found(spans, FAKE_KEY)
     assert not leaks_in_tree(tmp_path, FAKE_KEY)
