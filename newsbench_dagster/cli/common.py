@@ -353,18 +353,22 @@ def print_passed(
     Returns whether any run was scored."""
     from collections import Counter
 
+    from rich.markup import escape  # an error's text is shown as is: "[redacted:KEY]" too
+
     scored = [s for s in scores.values() if not s["excluded"]]
     excluded = [s for s in scores.values() if s["excluded"]]
     why = Counter(s["exclusion_reason"] or s["failure_class"] or "?" for s in excluded)
     reasons = ", ".join(f"{k} {n}" for k, n in why.most_common())
     for row in rows or []:
         if row.get("env_failure") == "harness_error":
-            err.print(f"[bold red]harness error[/] in {row['run_id']}: {row.get('error')}")
+            err.print(
+                f"[bold red]harness error[/] in {row['run_id']}: {escape(str(row.get('error')))}"
+            )
     if excluded and not scored:
         first = next((r.get("error") for r in rows or [] if r.get("error")), None)
         err.print(
             f"[bold red]no run was scored: all {len(excluded)} excluded[/] ({reasons})"
-            + (f"; first error: {first}" if first else "")
+            + (f"; first error: {escape(first)}" if first else "")
         )
         return False
     err.print(
