@@ -33,9 +33,12 @@ def suggest_rules(
         Path | None, typer.Option(help="Write the rules here (default: stdout).")
     ] = None,
 ) -> None:
-    """Infer replay rules from a recording, to review: parameters that changed between loads
-    without changing the response, canonical-id patterns, beacon endpoints. The file says
-    `source: inferred`; hand-written rules win over it."""
+    """Infer replay rules from a recording, to review: noise query parameters (values that
+    change by themselves across loads of one path: epoch or ISO timestamps, hashes, random
+    numbers; a parameter that changed without changing the response; cache busters and
+    session ids by name), session ids in paths (`;jsessionid=`), canonical-id patterns,
+    beacon endpoints. Each rule's evidence is under `evidence`. The file says `source:
+    inferred` and is a rules file for `replay run --rules`; hand-written rules win over it."""
     import yaml
 
     from newsbench_dagster.core.replay.matching import suggest_rules as infer
@@ -44,7 +47,7 @@ def suggest_rules(
     try:
         rules = infer(exchanges_from_warc(path))
     except (OSError, ValueError) as e:
-        fail(f"{path}: unreadable as WARC: {e}", 2)
+        fail(str(e) if str(path) in str(e) else f"{path}: unreadable as WARC: {e}", 2)
     text = "# Inferred by `newsbench replay suggest-rules`: review before use.\n" + yaml.safe_dump(
         rules, sort_keys=False, allow_unicode=True
     )

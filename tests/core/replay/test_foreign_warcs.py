@@ -6,6 +6,7 @@ fires on a visible challenge page and not on an article carrying a hidden widget
 from __future__ import annotations
 
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 from newsbench_dagster.cli import app
@@ -14,6 +15,7 @@ from newsbench_dagster.core.replay.matching import Matcher, Rules
 from newsbench_dagster.core.replay.replayer import Recording, RecordingError
 from newsbench_dagster.paths import SUITES_DIR
 from tests.core.replay.test_replay_runs import _in_replay
+from tests.support.net import free_port
 from tests.support.warcs import page, write_warc
 
 H = "http://harbor-herald.test"
@@ -165,3 +167,91 @@ def test_a_visible_challenge_page_fails_the_audit_and_a_hidden_widget_does_not(t
     missed = {name for name, url in walls.items() if url not in flagged}
     wrongly = {name for name, url in stories.items() if url in flagged}
     assert (missed, wrongly) == (set(), set())
+
+
+# -- suggest-rules ---------------------------------------------------------------------------
+
+
+def _suggest(tmp_path, warc):
+    out = tmp_path / f"{warc.stem}.rules.yaml"
+    result = CliRunner().invoke(app, ["replay", "suggest-rules", str(warc), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    return out, yaml.safe_load(out.read_text())
+
+
+def test_suggest_rules_finds_the_noise_a_crawler_records(tmp_path):
+    """Noise whose responses differ (a live page changes between loads): the old inference
+    (the same bytes at two values) found nothing. Content parameters are left alone."""
+    V = "http://video.test"
+    body = b"<html>%d</html>"
+    loads = [
+        (f"{H}/api/most-read?_=1764504000123", 1), (f"{H}/api/most-read?_=1764504061456", 2),
+        (f"{H}/api/most-read?_=1764504122789", 3),
+        (f"{H}/assets/app.css?v=3f2a9c1b7d", 4), (f"{H}/assets/app.css?v=9b8e7d6c5a", 5),
+        (f"{H}/live?ts=2026-12-01T10:00:00Z", 6), (f"{H}/live?ts=2026-12-01T10:05:00Z", 7),
+        (f"{H}/live?x=1&cb=k2j4h5", 8), (f"{H}/live?x=1&cb=p9q8r7", 9),
+        (f"{H}/news/bridge?sid=a81f9c2e77b04d1e", 10),
+        (f"{H}/news/ferry;jsessionid=0A1B2C3D4E5F", 11),
+        (f"{H}/search?q=bridge", 12), (f"{H}/search?q=ferry", 13),
+        (f"{H}/list?page=1", 14), (f"{H}/list?page=2", 15),
+        (f"{V}/watch?v=dQw4w9WgXcQ", 16), (f"{V}/watch?v=Xy7Kp2LmN0q", 17),
+    ]  # fmt: skip
+    warc = write_warc(tmp_path / "crawl.warc.gz", [page(u, body % n) for u, n in loads])
+    out, rules = _suggest(tmp_path, warc)
+    assert rules["sites"][H.removeprefix("http://")]["drop_params"] == ["_", "cb", "sid", "ts", "v"]
+    assert rules["sites"][H.removeprefix("http://")]["drop_path_params"] == ["jsessionid"]
+    assert "video.test" not in rules["sites"]  # a video id is content
+    why = rules["evidence"][H.removeprefix("http://")]
+    assert "epoch" in why["_"] and "ISO" in why["ts"] and "hex" in why["v"]
+    # The file is a rules file: replay matches a new load of each noisy URL to its record.
+    m = Matcher(Recording(warc).exchanges, Rules.load(out))
+    for asked, recorded in [
+        (f"{H}/assets/app.css?v=00ff00ff00", "/assets/app.css?v=3f2a9c1b7d"),
+        (f"{H}/live?x=1&cb=zzzz", "/live?x=1&cb=k2j4h5"),
+        (f"{H}/news/ferry;jsessionid=FFFF", "/news/ferry;jsessionid=0A1B2C3D4E5F"),
+    ]:
+        d = m.match("GET", asked)
+        assert d.tag == "fuzzy" and d.exchange.url == H + recorded, (asked, d)
+    for content in (f"{H}/search?q=harbor", f"{H}/list?page=3", f"{V}/watch?v=other"):
+        assert m.match("GET", content).tag == "miss", content
+    # Without the inferred rules a new app.css version is a miss.
+    plain = Matcher(Recording(warc).exchanges, Rules.load())
+    assert plain.match("GET", f"{H}/assets/app.css?v=00ff00ff00").tag == "miss"
+
+
+def test_suggest_rules_on_a_newsroom_recording_with_noisy_loads(tmp_path):
+    """Recorded from the newsroom (frozen with --at) through loads that carry a crawler's
+    noise: epoch and hash cache busters on the front page, ISO timestamps on two different
+    searches. The suggested rules replay a new noisy load; the search terms stay content."""
+    warc = tmp_path / "noisy.warc.gz"
+    result = CliRunner().invoke(
+        app,
+        [
+            "record", f"{H}/?_=1764504000123&v=3f2a9c1b7d", f"{H}/?_=1764504003456&v=9b8e7d6c5a",
+            f"{H}/search?q=harbor+bridge&ts=2026-11-30T12:00:03Z",
+            f"{H}/search?q=ferry+timetable&ts=2026-11-30T12:00:09Z",
+            "--at", "2026-11-30T12:00:00Z", "--out", str(warc), "--port", str(free_port()),
+            "--settle-ms", "100",
+        ],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    out, rules = _suggest(tmp_path, warc)
+    site = rules["sites"]["harbor-herald.test"]
+    assert {"_", "v", "ts"} <= set(site["drop_params"]) and "q" not in site["drop_params"]
+
+    async def steps(page_):
+        front = await page_.goto(f"{H}/?_=1764509999999&v=aaaabbbb1111")
+        await page_.goto(f"{H}/search?q=ferry+timetable&ts=2026-12-01T00:00:00Z")
+        return front.status, await page_.content()
+
+    (status, search), log = _in_replay(Recording(warc, rules_files=(str(out),)), steps)
+    assert status == 200 and log[0]["tag"] == "fuzzy" and "drop v" in log[0]["rule"]
+    assert "ferry" in search.lower()
+    assert log[0]["recorded_url"].startswith(f"{H}/?_=17645040")
+    # Without them the new hash is not the recorded front page.
+    assert (
+        Matcher(Recording(warc).exchanges, Rules.load())
+        .match("GET", f"{H}/?_=1764509999999&v=aaaabbbb1111")
+        .tag
+        == "miss"
+    )
