@@ -31,6 +31,42 @@ def gzip_of_zeros(megabytes: int) -> bytes:
     return header + first + again * (megabytes - 1) + end + trailer
 
 
+def _deflated(head: bytes, megabytes: int, tail: bytes) -> bytes:
+    """One gzip member: `head`, `megabytes` MB of zeros, `tail` (as `gzip_of_zeros`)."""
+    block = bytes(_MB)
+    co = zlib.compressobj(9, zlib.DEFLATED, -15)
+    parts = [co.compress(head) + co.flush(zlib.Z_FULL_FLUSH)]
+    first = co.compress(block) + co.flush(zlib.Z_FULL_FLUSH)
+    again = co.compress(block) + co.flush(zlib.Z_FULL_FLUSH)
+    parts += [first, again * (megabytes - 1), co.compress(tail) + co.flush(zlib.Z_FINISH)]
+    crc = zlib.crc32(head)
+    for _ in range(megabytes):
+        crc = zlib.crc32(block, crc)
+    crc = zlib.crc32(tail, crc)
+    size = len(head) + megabytes * _MB + len(tail)
+    header = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
+    return header + b"".join(parts) + struct.pack("<II", crc & 0xFFFFFFFF, size & 0xFFFFFFFF)
+
+
+def raw_bomb(path: Path, url: str, megabytes: int) -> Path:
+    """A gzipped WARC whose one response record is itself `megabytes` MB (no content
+    encoding: the WARC's own gzip member inflates)."""
+    http = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n"
+    head = (
+        b"WARC/1.1\r\nWARC-Type: response\r\nWARC-Record-ID: <urn:uuid:0>\r\n"
+        b"WARC-Date: 2026-12-01T00:00:00Z\r\nWARC-Target-URI: %s\r\n"
+        b"Content-Type: application/http; msgtype=response\r\nContent-Length: %d\r\n\r\n"
+    ) % (url.encode(), len(http) + megabytes * _MB)
+    path.write_bytes(_deflated(head + http, megabytes, b"\r\n\r\n"))
+    return path
+
+
+def header_line_bomb(path: Path, megabytes: int) -> Path:
+    """A gzipped WARC whose first header line is `megabytes` MB long, without a newline."""
+    path.write_bytes(_deflated(b"WARC/1.1\r\nWARC-Type: response\r\nX-Long: ", megabytes, b""))
+    return path
+
+
 def page(url: str, body: bytes, ctype: str = "text/html", headers=(), status="200 OK"):
     """A response record's parts: (url, status, headers, payload)."""
     return (url, status, [("Content-Type", ctype), *headers], body)

@@ -95,7 +95,8 @@ class Recording:
                 self.warnings.append(f"{integrity.problem} (replaying the whole records only)")
             self.exchanges: list[Exchange] = exchanges_from_warc(self.path, allow_truncated=True)
         except (OSError, ValueError) as e:
-            raise RecordingError(f"{self.path}: not replayable: {e}") from e
+            said = str(e) if str(self.path) in str(e) else f"{self.path}: not replayable: {e}"
+            raise RecordingError(said) from e
         if not self.exchanges:
             raise RecordingError(f"{self.path}: holds no responses to replay")
         self.refused = [ex.refused for ex in self.exchanges if ex.refused]

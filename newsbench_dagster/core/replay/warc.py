@@ -9,10 +9,12 @@ import contextlib
 import io
 import zlib
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from warcio.archiveiterator import ArchiveIterator
+from warcio.bufferedreaders import DecompressingBufferedReader
 from warcio.exceptions import ArchiveLoadFailed
 from warcio.statusandheaders import StatusAndHeaders, StatusAndHeadersParserException
 from warcio.warcwriter import WARCWriter
@@ -74,6 +76,34 @@ class Integrity:
         return self.problem is None
 
 
+# No header line is read beyond this: warcio reads a line until its newline, and a few KB
+# of gzip can hold a "line" of gigabytes.
+MAX_LINE_BYTES = 1 << 20
+
+
+class LineTooLong(ValueError):
+    """A WARC or HTTP header line longer than `MAX_LINE_BYTES`."""
+
+
+class _BoundedLines(DecompressingBufferedReader):
+    """warcio's file reader, its lines bounded."""
+
+    def readline(self, length=None):
+        cap = MAX_LINE_BYTES + 1 if length is None else min(length, MAX_LINE_BYTES + 1)
+        line = super().readline(cap)
+        if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
+            raise LineTooLong(f"a header line longer than {_size(MAX_LINE_BYTES)}")
+        return line
+
+
+class _Iterator(ArchiveIterator):
+    """warcio's record iterator on `_BoundedLines`."""
+
+    def __init__(self, fileobj, **kwargs) -> None:
+        super().__init__(fileobj, **kwargs)
+        self.reader = _BoundedLines(self.fh, block_size=self.reader.block_size)
+
+
 # What warcio raises on a record cut or garbled inside its headers (a cut WARC-Target-URI
 # line is an AttributeError deep in its loader).
 _BROKEN = (
@@ -93,13 +123,22 @@ def check_warc(path: str | Path) -> Integrity:
     """Scan a WARC once, record by record, without decoding any payload (memory stays
     bounded whatever the records hold): refuse (`WarcError`) an empty file, one with no
     records and one that is not WARC; report where a truncated or corrupt one breaks (a
-    record whose content is shorter than its Content-Length, a gzip member cut short)."""
+    record whose content is shorter than its Content-Length, a gzip member cut short, a
+    header without Content-Length, bytes after the last whole record). One scan per file
+    version: reading it again (audit, then its exchanges) does not rescan it."""
     path = Path(path)
-    if path.stat().st_size == 0:
+    stat = path.stat()
+    return _check(str(path), stat.st_size, stat.st_mtime_ns)
+
+
+@lru_cache(maxsize=32)
+def _check(name: str, size: int, _mtime: int) -> Integrity:
+    path = Path(name)
+    if size == 0:
         raise WarcError(f"{path}: empty file (0 bytes), not a WARC")
     n, offset, url = 0, 0, None
     with open(path, "rb") as f, contextlib.redirect_stderr(io.StringIO()):
-        it = ArchiveIterator(f)
+        it = _Iterator(f)
         try:
             for rec in it:
                 offset, url = it.offset, rec.rec_headers.get_header("WARC-Target-URI")
@@ -139,7 +178,7 @@ def check_warc(path: str | Path) -> Integrity:
                     n,
                     end,
                     f"{path}: truncated or corrupt at record {n + 1}, offset {end}: "
-                    f"{path.stat().st_size - end} bytes that are not a whole record; "
+                    f"{size - end} bytes that are not a whole record; "
                     f"{n} whole record(s) before it",
                 )
         except WarcError:
@@ -170,7 +209,7 @@ def warc_records(f: BinaryIO, path: str | Path, *, allow_truncated: bool = False
     integrity = check_warc(path)
     if not integrity.whole and not allow_truncated:
         raise WarcError(integrity.problem)
-    it = ArchiveIterator(f)
+    it = _Iterator(f)
     try:
         for rec in it:
             if integrity.broken_offset is not None and it.offset >= integrity.broken_offset:
@@ -216,7 +255,7 @@ def record_at(
     the body bounded by `limit` (`PayloadTooLarge` beyond)."""
     with open(path, "rb") as f:
         f.seek(offset)
-        rec = next(iter(ArchiveIterator(f)))
+        rec = next(iter(_Iterator(f)))
         return rec.http_headers, read_payload(rec, path, limit)
 
 

@@ -20,7 +20,7 @@ from newsbench_dagster.core.replay.audit import audit, index
 from newsbench_dagster.core.replay.replayer import Recording, RecordingError
 from newsbench_dagster.paths import PROJECT_ROOT, SUITES_DIR
 from tests.core.replay.test_replay_runs import _in_replay
-from tests.support.warcs import gzip_of_zeros, page, write_warc
+from tests.support.warcs import gzip_of_zeros, header_line_bomb, page, raw_bomb, write_warc
 
 SUITE = SUITES_DIR / "regression" / "harbor-replayed.yaml"
 H = "http://harbor-herald.test"
@@ -37,13 +37,15 @@ _BOMB_CHILD = textwrap.dedent(
     from newsbench_dagster.core.replay.audit import audit
     from newsbench_dagster.core.replay.replayer import Recording
 
-    bomb, mixed, suite = sys.argv[1:4]
-    out = {"findings": [(f.kind, f.url, f.detail) for f in audit(bomb)]}
     cli = CliRunner()
+    bomb, mixed, suite, art, raw, line = sys.argv[1:7]
+    out = {"findings": [(f.kind, f.url, f.detail) for f in audit(bomb)]}
+    out["raw"] = [(f.kind, f.url) for f in audit(raw)]
+    out["line"] = [cli.invoke(app, ["recording", c, line]).output for c in ("audit", "index")]
     for name, args in {
         "audit": ["recording", "audit", bomb],
         "index": ["recording", "index", bomb],
-        "replay": ["replay", "run", suite, "--recording", bomb, "--artifacts", sys.argv[4]],
+        "replay": ["replay", "run", suite, "--recording", bomb, "--artifacts", art],
     }.items():
         r = cli.invoke(app, args)
         out[name] = [r.exit_code, r.output, repr(r.exception)]
@@ -68,8 +70,12 @@ def test_a_gzip_bomb_page_is_refused_in_bounded_memory_by_audit_index_and_replay
         tmp_path / "mixed.warc.gz",
         [page(f"{H}/", b"<html><h1>Front</h1></html>"), page(f"{H}/huge", body, headers=GZIP)],
     )
+    # The WARC's own gzip member inflating (a 120 MB record), and a 1.2 GB header line.
+    raw = raw_bomb(tmp_path / "raw.warc.gz", f"{H}/raw", 120)
+    line = header_line_bomb(tmp_path / "line.warc.gz", 1200)
+    args = [bomb, mixed, SUITE, tmp_path, raw, line]
     child = subprocess.run(
-        [sys.executable, "-c", _BOMB_CHILD, str(bomb), str(mixed), str(SUITE), str(tmp_path)],
+        [sys.executable, "-c", _BOMB_CHILD, *map(str, args)],
         capture_output=True,
         text=True,
         timeout=120,
@@ -94,6 +100,9 @@ def test_a_gzip_bomb_page_is_refused_in_bounded_memory_by_audit_index_and_replay
     refused, status, served = out["mixed"]
     assert status == 404 and f"{H}/huge" in served and "50 MB" in served
     assert len(refused) == 1 and str(mixed) in refused[0]
+    assert out["raw"] == [["too_large", f"{H}/raw"]]
+    for said in out["line"]:
+        assert str(line) in said and "header line longer than 1 MB" in said
     assert out["peak_mb"] < 600
 
 
