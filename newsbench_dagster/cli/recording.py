@@ -198,7 +198,13 @@ def _check(path: Path, allow_truncated: bool) -> None:
     if not integrity.whole:
         if not allow_truncated:
             fail(f"{integrity.problem} (--allow-truncated keeps the whole records)", 2)
-        err.print(f"warning: {integrity.problem}; kept", markup=False, highlight=False)
+        err.print(
+            f"warning: {integrity.problem}; with --allow-truncated the {integrity.records} "
+            "whole record(s) are kept, the rest is not read",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
 
 
 @app.command("audit")

@@ -108,9 +108,7 @@ class Recording:
                     "not in it (a deduplicated crawl): nothing to replay without the WARC "
                     "holding the originals"
                 )
-            raise RecordingError(
-                f"{self.path}: no recorded response can be served: {self.refused[0]}"
-            )
+            raise RecordingError(f"{self.refused[0]}; nothing else in the recording to serve")
         try:
             self.rules = Rules.load(*rules_files)
         except (OSError, ValueError) as e:
