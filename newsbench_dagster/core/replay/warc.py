@@ -219,19 +219,96 @@ def warc_records(f: BinaryIO, path: str | Path, *, allow_truncated: bool = False
         raise WarcError(f"{path}: not a readable WARC file: {e}") from e
 
 
+def _steps(stream):
+    """A stream, a MB at a time."""
+    while chunk := stream.read(_STEP):
+        yield chunk
+
+
+def _dechunked(raw):
+    """Transfer-Encoding: chunked, undone in bounded steps (warcio reads a whole chunk, up
+    to 2 GB, at once). A body that turns out not to be chunked is passed as it is, and one
+    whose framing breaks later ends there, as warcio does."""
+    first = True
+    while line := raw.readline(64):
+        try:
+            size = int(line.strip().split(b";")[0], 16)
+        except ValueError:
+            if first:
+                yield line
+                yield from _steps(raw)
+            return
+        first = False
+        if size == 0:
+            return
+        while size > 0 and (data := raw.read(min(size, _STEP))):
+            size -= len(data)
+            yield data
+        if size:
+            return
+        raw.read(2)  # the chunk's CRLF
+
+
+def _inflated(parts, encoding: str):
+    """Content-Encoding gzip / deflate undone with a bound on every step's output (warcio
+    inflates a whole chunk in one call: a 1 MB chunk can be a GB). Another encoding, or a
+    body that is not compressed after all, is passed as it is, as warcio does."""
+    modes = {"gzip": [31], "x-gzip": [31], "deflate": [15, -15]}.get(encoding)
+    if not modes:
+        yield from parts
+        return
+    inflater = None
+    for data in parts:
+        if inflater is None:
+            for wbits in modes:
+                try:
+                    inflater = zlib.decompressobj(wbits)
+                    out = inflater.decompress(data, _STEP)
+                    break
+                except zlib.error:
+                    inflater = None
+            if inflater is None:  # not compressed after all
+                yield data
+                yield from parts
+                return
+        else:
+            try:
+                out = inflater.decompress(data, _STEP)
+            except zlib.error:
+                return  # corrupt from here on: what was inflated is the body
+        while True:
+            if out:
+                yield out
+            if not inflater.unconsumed_tail or inflater.eof:
+                break
+            out = inflater.decompress(inflater.unconsumed_tail, _STEP)
+        if inflater.eof:
+            return
+
+
+def _decoded(rec):
+    """A record's payload, decoded as warcio's `content_stream` decodes it (chunked
+    transfer, gzip/deflate content encoding), in steps of at most a MB."""
+    http = rec.http_headers
+    if http is None:
+        return _steps(rec.raw_stream)
+    chunked = "chunked" in (http.get_header("Transfer-Encoding") or "").lower()
+    parts = _dechunked(rec.raw_stream) if chunked else _steps(rec.raw_stream)
+    return _inflated(parts, (http.get_header("Content-Encoding") or "").strip().lower())
+
+
 def _size(n: int) -> str:
     return f"{n // _STEP} MB" if n % _STEP == 0 else f"{n} bytes"
 
 
 def read_payload(rec, path: str | Path, limit: int | None = None) -> bytes:
-    """A record's payload, decoded (chunked transfer, gzip/deflate/br content encoding),
-    read in bounded steps: over `limit` decoded bytes the record is refused
-    (`PayloadTooLarge`, naming the file, the record's URL and the limit) and never
+    """A record's payload, decoded (chunked transfer, gzip/deflate content encoding), in
+    bounded steps: over `limit` decoded bytes (default `MAX_PAYLOAD_BYTES`) the record is
+    refused (`PayloadTooLarge`, naming the file, the record's URL and the limit) and never
     inflated further."""
     limit = MAX_PAYLOAD_BYTES if limit is None else limit
-    stream = rec.content_stream()
     parts, size = [], 0
-    while chunk := stream.read(_STEP):
+    for chunk in _decoded(rec):
         size += len(chunk)
         if size > limit:
             url = rec.rec_headers.get_header("WARC-Target-URI")
@@ -245,7 +322,13 @@ def read_payload(rec, path: str | Path, limit: int | None = None) -> bytes:
 
 def read_head(rec, size: int) -> bytes:
     """The first `size` decoded bytes of a record's payload (the rest is not decoded)."""
-    return rec.content_stream().read(size)
+    parts, got = [], 0
+    for chunk in _decoded(rec):
+        parts.append(chunk[: size - got])
+        got += len(parts[-1])
+        if got >= size:
+            break
+    return b"".join(parts)
 
 
 def record_at(

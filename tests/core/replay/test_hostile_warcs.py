@@ -38,9 +38,10 @@ _BOMB_CHILD = textwrap.dedent(
     from newsbench_dagster.core.replay.replayer import Recording
 
     cli = CliRunner()
-    bomb, mixed, suite, art, raw, line = sys.argv[1:7]
+    bomb, mixed, suite, art, raw, line, chunked = sys.argv[1:8]
     out = {"findings": [(f.kind, f.url, f.detail) for f in audit(bomb)]}
     out["raw"] = [(f.kind, f.url) for f in audit(raw)]
+    out["chunked"] = [(f.kind, f.url) for f in audit(chunked)]
     out["line"] = [cli.invoke(app, ["recording", c, line]).output for c in ("audit", "index")]
     for name, args in {
         "audit": ["recording", "audit", bomb],
@@ -73,7 +74,13 @@ def test_a_gzip_bomb_page_is_refused_in_bounded_memory_by_audit_index_and_replay
     # The WARC's own gzip member inflating (a 120 MB record), and a 1.2 GB header line.
     raw = raw_bomb(tmp_path / "raw.warc.gz", f"{H}/raw", 120)
     line = header_line_bomb(tmp_path / "line.warc.gz", 1200)
-    args = [bomb, mixed, SUITE, tmp_path, raw, line]
+    # The same body sent chunked: warcio reads a whole chunk and inflates it in one call.
+    framed = b"%x\r\n" % len(body) + body + b"\r\n0\r\n\r\n"
+    chunked = write_warc(
+        tmp_path / "chunked.warc.gz",
+        [page(f"{H}/chunked", framed, headers=[*GZIP, ("Transfer-Encoding", "chunked")])],
+    )
+    args = [bomb, mixed, SUITE, tmp_path, raw, line, chunked]
     child = subprocess.run(
         [sys.executable, "-c", _BOMB_CHILD, *map(str, args)],
         capture_output=True,
@@ -101,6 +108,7 @@ def test_a_gzip_bomb_page_is_refused_in_bounded_memory_by_audit_index_and_replay
     assert status == 404 and f"{H}/huge" in served and "50 MB" in served
     assert len(refused) == 1 and str(mixed) in refused[0]
     assert out["raw"] == [["too_large", f"{H}/raw"]]
+    assert out["chunked"] == [["too_large", f"{H}/chunked"]]
     for said in out["line"]:
         assert str(line) in said and "header line longer than 1 MB" in said
     assert out["peak_mb"] < 600
@@ -232,3 +240,37 @@ def test_empty_truncated_and_non_warc_files_fail_audit_index_and_replay(tmp_path
     for bad in (empty, half, junk):
         with pytest.raises(ValueError, match=str(bad)):
             audit(bad)
+
+
+def test_payloads_decode_as_warcio_decodes_them(tmp_path):
+    """The bounded decoder serves what warcio's content_stream did, for every framing a
+    crawler writes (and for headers that lie about it)."""
+    import zlib
+
+    from warcio.archiveiterator import ArchiveIterator
+
+    from newsbench_dagster.core.replay.warc import read_payload
+
+    html = b"<html>" + b"harbor news " * 5000 + b"</html>"
+    packed = gzip.compress(html)
+    raw = zlib.compressobj(6, zlib.DEFLATED, -15)
+    bare = raw.compress(html) + raw.flush()
+
+    def chunked(data: bytes, n: int = 1000) -> bytes:
+        pieces = [data[i : i + n] for i in range(0, len(data), n)]
+        parts = [b"%x\r\n%s\r\n" % (len(p), p) for p in pieces]
+        return b"".join(parts) + b"0\r\n\r\n"
+
+    ce, te = "Content-Encoding", ("Transfer-Encoding", "chunked")
+    cases = [
+        (html, []), (packed, [(ce, "gzip")]), (zlib.compress(html), [(ce, "deflate")]),
+        (bare, [(ce, "deflate")]), (chunked(packed), [(ce, "gzip"), te]),
+        (chunked(html), [te]), (html, [te]), (html, [(ce, "gzip")]), (html, [(ce, "br")]),
+    ]  # fmt: skip
+    path = write_warc(
+        tmp_path / "framings.warc.gz",
+        [page(f"{H}/{i}", body, headers=h) for i, (body, h) in enumerate(cases)],
+    )
+    with open(path, "rb") as f, open(path, "rb") as g:
+        for theirs, ours in zip(ArchiveIterator(f), ArchiveIterator(g), strict=True):
+            assert read_payload(ours, path) == theirs.content_stream().read() == html
