@@ -184,6 +184,11 @@ def _check(name: str, size: int, _mtime: int) -> Integrity:
         except WarcError:
             raise
         except _BROKEN as e:
+            if "non-chunked gzip" in str(e):
+                raise WarcError(
+                    f"{path}: gzipped as one stream, not one gzip member per record: records "
+                    f"cannot be read at their offsets (`warcio recompress {path} OUT` fixes it)"
+                ) from e
             at = it.offset
             if n == 0:
                 detail = " ".join(str(e).split())[:200]

@@ -207,6 +207,8 @@ def test_empty_truncated_and_non_warc_files_fail_audit_index_and_replay(tmp_path
     junk.write_bytes(b"<html>not a warc</html>\n" * 20)
     plain = tmp_path / "plain.warc"
     plain.write_bytes(gzip.decompress(data)[:-300])  # an uncompressed WARC, cut short
+    one_stream = tmp_path / "one-stream.warc.gz"  # gzip around the whole file
+    one_stream.write_bytes(gzip.compress(gzip.decompress(data)))
 
     for command in ("audit", "index"):
         _one_error_line(_cli("recording", command, empty), str(empty), "empty")
@@ -215,6 +217,7 @@ def test_empty_truncated_and_non_warc_files_fail_audit_index_and_replay(tmp_path
         _one_error_line(_cli("recording", command, half), str(half), third)
         _one_error_line(_cli("recording", command, tail), str(tail), sixth)
         _one_error_line(_cli("recording", command, plain), str(plain), "record 6")
+        _one_error_line(_cli("recording", command, one_stream), "one gzip member per record")
 
     # --allow-truncated: the whole records, with a warning naming where it broke.
     kept = _cli("recording", "index", "--allow-truncated", tail)
