@@ -1,6 +1,12 @@
 """WARC files, read and written (warcio): the records of a file, a response record at its
-offset, a recording's exchanges (each request with where its response is), the recording
-clock of our warcinfo record, and a writer that starts a file with that record.
+offset, a recording's exchanges (each request with where its response is, revisits resolved
+to their originals), the recording clock of our warcinfo record, and a writer that starts a
+file with that record.
+
+Recordings are untrusted input: a file is scanned whole before it is used (`check_warc`:
+empty, truncated and non-WARC files are refused naming the record and offset where they
+break), no header line is read past `MAX_LINE_BYTES` and no payload is decoded past
+`MAX_PAYLOAD_BYTES` (chunked transfer and gzip/deflate are undone here, a MB at a time).
 """
 
 from __future__ import annotations
