@@ -175,18 +175,56 @@ def record(
         raise typer.Exit(1)
 
 
-@app.command("audit")
-def recording_audit(path: Annotated[Path, typer.Argument(help="A WARC file.")]) -> None:
-    """Fail (exit 1) when a recording still holds a cookie, an authorization header or a
-    credential, or a page is a bot-check / CAPTCHA page; each finding names its record."""
-    from newsbench_dagster.core.replay.audit import audit
+AllowTruncated = Annotated[
+    bool,
+    typer.Option(
+        "--allow-truncated",
+        help="A truncated WARC: keep its whole records (with a warning) instead of failing.",
+    ),
+]
+
+
+def _check(path: Path, allow_truncated: bool) -> None:
+    """Refuse (exit 2, one line naming the file and where it broke) a recording that is
+    missing, empty, not WARC or truncated; with --allow-truncated, warn and go on."""
+    from newsbench_dagster.core.replay.warc import WarcError, check_warc
 
     try:
-        findings = audit(path)
+        integrity = check_warc(path)
+    except OSError as e:
+        fail(f"{path}: cannot read: {e.strerror or e}", 2)
+    except WarcError as e:
+        fail(str(e), 2)
+    if not integrity.whole:
+        if not allow_truncated:
+            fail(f"{integrity.problem} (--allow-truncated keeps the whole records)", 2)
+        err.print(
+            f"warning: {integrity.problem}; with --allow-truncated the {integrity.records} "
+            "whole record(s) are kept, the rest is not read",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+
+
+@app.command("audit")
+def recording_audit(
+    path: Annotated[Path, typer.Argument(help="A WARC file.")],
+    allow_truncated: AllowTruncated = False,
+) -> None:
+    """Fail (exit 1) when a recording still holds a cookie, an authorization header or a
+    credential, a page is a bot-check / CAPTCHA page, a record's payload decodes beyond the
+    50 MB limit or a revisit's original is absent; each finding names its record. A file
+    that is empty, truncated or not WARC fails with exit 2."""
+    from newsbench_dagster.core.replay.audit import audit
+
+    _check(path, allow_truncated)
+    try:
+        findings = audit(path, allow_truncated=allow_truncated)
     except (OSError, ValueError) as e:
         fail(f"{path}: unreadable as WARC: {e}", 2)
     for finding in findings:
-        console.print(str(finding), markup=False, highlight=False)
+        console.print(str(finding), markup=False, highlight=False, soft_wrap=True)
     if findings:
         err.print(f"{path}: {len(findings)} finding(s); the recording fails the audit")
         raise typer.Exit(1)
@@ -194,12 +232,17 @@ def recording_audit(path: Annotated[Path, typer.Argument(help="A WARC file.")]) 
 
 
 @app.command("index")
-def recording_index(path: Annotated[Path, typer.Argument(help="A WARC file.")]) -> None:
-    """One JSON line per record: type, URL, date, status, offset and length in the file."""
+def recording_index(
+    path: Annotated[Path, typer.Argument(help="A WARC file.")],
+    allow_truncated: AllowTruncated = False,
+) -> None:
+    """One JSON line per record: type, URL, date, status, offset and length in the file. A
+    file that is empty, truncated or not WARC fails with exit 2."""
     from newsbench_dagster.core.replay.audit import index
 
+    _check(path, allow_truncated)
     try:
-        entries = index(path)
+        entries = index(path, allow_truncated=allow_truncated)
     except (OSError, ValueError) as e:
         fail(f"{path}: unreadable as WARC: {e}", 2)
     for entry in entries:

@@ -33,9 +33,12 @@ def suggest_rules(
         Path | None, typer.Option(help="Write the rules here (default: stdout).")
     ] = None,
 ) -> None:
-    """Infer replay rules from a recording, to review: parameters that changed between loads
-    without changing the response, canonical-id patterns, beacon endpoints. The file says
-    `source: inferred`; hand-written rules win over it."""
+    """Infer replay rules from a recording, to review: noise query parameters (values that
+    change by themselves across loads of one path: epoch or ISO timestamps, hashes, random
+    numbers; a parameter that changed without changing the response; cache busters and
+    session ids by name), session ids in paths (`;jsessionid=`), canonical-id patterns,
+    beacon endpoints. Each rule's evidence is under `evidence`. The file says `source:
+    inferred` and is a rules file for `replay run --rules`; hand-written rules win over it."""
     import yaml
 
     from newsbench_dagster.core.replay.matching import suggest_rules as infer
@@ -44,7 +47,7 @@ def suggest_rules(
     try:
         rules = infer(exchanges_from_warc(path))
     except (OSError, ValueError) as e:
-        fail(f"{path}: unreadable as WARC: {e}", 2)
+        fail(str(e) if str(path) in str(e) else f"{path}: unreadable as WARC: {e}", 2)
     text = "# Inferred by `newsbench replay suggest-rules`: review before use.\n" + yaml.safe_dump(
         rules, sort_keys=False, allow_unicode=True
     )
@@ -53,6 +56,34 @@ def suggest_rules(
         err.print(f"{out}: rules for {len(rules['sites'])} site(s)")
     else:
         print(text, end="")
+
+
+def _open_recordings(tasks: list[dict], base_dir: str | None) -> None:
+    """Every recording the tasks name, opened before any run: one that cannot be replayed
+    (missing, empty, truncated, not WARC, nothing servable) fails the command naming it
+    (exit 2), rather than every run being excluded and the command passing; what a
+    recording cannot serve, and a truncated one's break, are said once."""
+    from newsbench_dagster.core.harness.guard import task_recording
+    from newsbench_dagster.core.replay.replayer import RecordingError
+
+    said: set[str] = set()
+    for t in tasks:
+        try:
+            opened = task_recording(t, base_dir)
+        except (RecordingError, OSError) as e:
+            fail(f"task {t.get('id')}: {e}", 2)
+        if opened is None or str(opened.path) in said:
+            continue
+        said.add(str(opened.path))
+        for warning in opened.warnings:
+            err.print(f"warning: {warning}", markup=False, highlight=False, soft_wrap=True)
+        for why in opened.refused:
+            err.print(
+                f"not replayable (answered as a miss): {why}",
+                markup=False,
+                highlight=False,
+                soft_wrap=True,
+            )
 
 
 @app.command("run")
@@ -71,13 +102,23 @@ def run(
     trials: Annotated[int, typer.Option(help="Runs of each task.")] = 1,
     concurrency: Annotated[int, typer.Option(help="Browser contexts in flight.")] = 2,
     artifacts: Annotated[Path, typer.Option(help="Artifact folder.")] = ARTIFACTS_DIR,
+    allow_truncated: Annotated[
+        bool,
+        typer.Option(
+            "--allow-truncated",
+            help="Replay the whole records of a truncated recording instead of failing.",
+        ),
+    ] = False,
 ) -> None:
     """Run an agent on tasks replayed from recordings, offline: every request is answered
     from the WARC (tagged exact, fuzzy, search, blocked or miss in each run's replay.jsonl),
     nothing reaches the network. Prints how each run scored, then the coverage report: the
     pages and calls the recordings did not hold, the to-do list for the next recording. A
     run that failed on a page the recording lacks is excluded as `replay_gap`. A suite file
-    (suites/regression/harbor-replayed.yaml) is read as the suites are."""
+    (suites/regression/harbor-replayed.yaml) is read as the suites are. A recording that is
+    missing, empty, truncated or not WARC fails the command (exit 2) before any run; a
+    recorded response that cannot be served (over the 50 MB payload limit, a revisit whose
+    original is absent) is named, and answered as a miss."""
     from newsbench_dagster.core.artifacts import LocalArtifactStore
     from newsbench_dagster.core.harness.build import build_runner
     from newsbench_dagster.core.replay.matching import coverage
@@ -94,21 +135,26 @@ def run(
                 "defaults when it sits in a suite directory: suites/regression/, ...)",
                 2,
             )
-        if recording is not None or rules:
+        if recording is not None or rules or allow_truncated:
             spec = dict(t.get("replay") or {})
             if recording is not None:
                 spec["recording"] = str(recording.resolve())
-            spec["rules"] = [*spec.get("rules", []), *(str(r.resolve()) for r in rules)]
+            if rules:
+                spec["rules"] = [*spec.get("rules", []), *(str(r.resolve()) for r in rules)]
+            if allow_truncated:
+                spec["allow_truncated"] = True
             t["replay"] = spec
         if not t.get("replay"):
             fail(f"{tasks_file}: task {t.get('id', i)} names no recording (use --recording)", 2)
     if not todo:
         fail(f"{tasks_file}: no tasks", 2)
+    settings = run_settings(trials=trials, concurrency=concurrency)
+    _open_recordings(todo, settings.base_dir)
     runner = build_runner(
         [built],
         world=World.offline(),
         store=LocalArtifactStore(artifacts),
-        settings=run_settings(trials=trials, concurrency=concurrency),
+        settings=settings,
     )
     label = f"{built.manifest.agent_version} (replay)"
     rows, scores = run_scored(runner, todo, today(), label, trials)

@@ -32,7 +32,8 @@ def task_recording(task: dict, base_dir: str | None) -> Recording | None:
         return None
     base = Path(base_dir or ".")
     rules = tuple(str(recording_path(r, base)) for r in spec.get("rules") or ())
-    return Recording.open(recording_path(spec["recording"], base), rules)
+    allow_truncated = bool(spec.get("allow_truncated"))
+    return Recording.open(recording_path(spec["recording"], base), rules, allow_truncated)
 
 
 def task_robots(task: Any, robots: RobotsRules, base_dir: str | None) -> RobotsRules:

@@ -41,6 +41,7 @@ class Rules:
     drop_prefixes: list[str] = field(default_factory=list)
     drop_contains: list[str] = field(default_factory=list)
     keep_params: set[str] = field(default_factory=set)
+    drop_path_params: set[str] = field(default_factory=set)  # `;jsessionid=...` in a path
     block_paths: list[re.Pattern] = field(default_factory=list)
     sites: dict[str, dict] = field(default_factory=dict)
 
@@ -62,11 +63,14 @@ class Rules:
         self.drop_prefixes += list(g.get("drop_param_prefixes") or [])
         self.drop_contains += list(g.get("drop_param_contains") or [])
         self.block_paths += [re.compile(p) for p in g.get("block_paths") or []]
+        self.drop_path_params |= {n.lower() for n in g.get("drop_path_params") or []}
         if doc.get("source", "hand") == "hand":
             self.keep_params |= set(g.get("keep_params") or [])
         for host, site in (doc.get("sites") or {}).items():
             mine = self.sites.setdefault(host, {"drop_params": set(), "keep_params": set()})
             mine["drop_params"] |= set(site.get("drop_params") or [])
+            mine.setdefault("drop_path_params", set())
+            mine["drop_path_params"] |= {n.lower() for n in site.get("drop_path_params") or []}
             if doc.get("source", "hand") == "hand":
                 mine["keep_params"] |= set(site.get("keep_params") or [])
             for kind in ("page_identity", "search", "state"):
@@ -96,6 +100,16 @@ class Rules:
         parts = urlsplit(url)
         host, path, fired = parts.netloc.lower(), parts.path or "/", []
         site = self.sites.get(host, {})
+        dropped = self.drop_path_params | site.get("drop_path_params", set())
+        if ";" in path and dropped:
+
+            def _strip(m: re.Match) -> str:
+                if m.group(1).lower() in dropped:
+                    fired.append(f"path:drop ;{m.group(1)}")
+                    return ""
+                return m.group(0)
+
+            path = _PATH_PARAM.sub(_strip, path)
         for rule in site.get("page_identity", []):
             if m := re.search(rule["pattern"], path):
                 path = rule["key"].format(*([None] + list(m.groups())))
@@ -195,36 +209,135 @@ class Matcher:
         return None
 
 
+# Names that are noise wherever they appear: cache busters and session ids.
+_NOISE_NAMES = frozenset(
+    {
+        "_", "cb", "cachebust", "cache_bust", "cachebuster", "nocache", "rnd", "rand",
+        "random", "sid", "jsessionid", "phpsessid", "aspsessionid", "sessionid", "session_id",
+    }
+)  # fmt: skip
+# Names that are noise when their values look like it (timestamps, hashes): `v=1.2` may be
+# content, `v=1712345678` is not; `t=42` may be a video's offset, `t=1712345678` is a clock.
+_NOISY_WHEN_VALUES = frozenset({"v", "ver", "t", "ts", "time", "timestamp", "_t", "nonce", "r"})
+_ISO_TIME = re.compile(
+    r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?$", re.I
+)
+_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.I)
+_TOKEN = re.compile(r"^[A-Za-z0-9_-]{12,}$")
+_PATH_PARAM = re.compile(r";([A-Za-z_][\w-]*)=[^/;]*")
+_EPOCH_RANGE = (946_684_800, 4_102_444_800)  # 2000 .. 2100
+
+
+def _value_kind(value: str) -> str | None:
+    """What a query value that changes by itself looks like: an epoch time (seconds or ms),
+    an ISO timestamp, a random fraction, a UUID, a hash or random token; None: content."""
+    v = value
+    if v.isdigit() and len(v) in (9, 10, 12, 13):
+        n = int(v) / (1000 if len(v) > 10 else 1)
+        if _EPOCH_RANGE[0] <= n <= _EPOCH_RANGE[1]:
+            return "epoch timestamps"
+    if _ISO_TIME.match(v):
+        return "ISO timestamps"
+    if re.fullmatch(r"0?\.\d{6,}", v):
+        return "random numbers"
+    if _UUID.match(v):
+        return "UUIDs"
+    if (
+        re.fullmatch(r"[0-9a-f]{8,}", v, re.I)
+        and re.search(r"\d", v)
+        and re.search(r"[a-f]", v, re.I)
+    ):
+        return "hex hashes"
+    if _TOKEN.match(v) and re.search(r"\d", v) and re.search(r"[A-Za-z]", v):
+        return "random tokens"
+    return None
+
+
+def _kind_of_values(values: set[str]) -> str | None:
+    kinds = {_value_kind(v) for v in values if v and v != "redacted"}
+    return kinds.pop() if len(kinds) == 1 and None not in kinds else None
+
+
 def suggest_rules(exchanges: Sequence[Exchange]) -> dict:
-    """Rules inferred from a recording (`source: inferred`, to be reviewed): query
-    parameters whose value changed between loads of one path while the response did not;
-    canonical ids (paths that differ but end in the same number and serve the same bytes);
-    beacon endpoints (tiny images, empty 204s)."""
-    by_path: dict[tuple[str, str], list[Exchange]] = defaultdict(list)
-    by_digest: dict[str, list[Exchange]] = defaultdict(list)
+    """Rules inferred from a recording (`source: inferred`, to be reviewed), each with the
+    evidence that suggested it (`evidence`, host -> rule -> why):
+
+    * noise query parameters: a parameter whose value changes across records of URLs that
+      are otherwise identical (same host, path and other parameters) while the response
+      stays the same, or whose changing values look like noise (epoch or ISO timestamps,
+      random numbers, UUIDs, hashes) or whose name is a cache buster or session id; and a
+      known cache-buster or session name wherever it appears with such a value;
+    * session ids in the path (`;jsessionid=...`);
+    * canonical ids (paths that differ but end in the same number and serve the same bytes);
+    * beacon endpoints (tiny images, empty 204s)."""
     blocks: set[str] = set()
+    sites: dict[str, dict] = defaultdict(
+        lambda: {"drop_params": set(), "drop_path_params": set(), "page_identity": []}
+    )
+    evidence: dict[str, dict[str, str]] = defaultdict(dict)
+    # (host, path, the other parameters) -> param -> value -> response digests
+    buckets: dict[tuple, dict[str, dict[str, set]]] = defaultdict(
+        lambda: defaultdict(lambda: defaultdict(set))
+    )
+    by_path: dict[tuple[str, str], dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
+    by_digest: dict[str, list[Exchange]] = defaultdict(list)
+    seen_values: dict[tuple[str, str], set[str]] = defaultdict(set)
     for ex in exchanges:
-        if ex.method.upper() != "GET":
+        if ex.method.upper() != "GET" or ex.refused:
             continue
         parts = urlsplit(ex.url)
-        by_path[(parts.netloc.lower(), parts.path)].append(ex)
+        host = parts.netloc.lower()
+        for name in _PATH_PARAM.findall(parts.path):
+            if name.lower() in _NOISE_NAMES:
+                sites[host]["drop_path_params"].add(name)
+                evidence[host][f";{name}"] = "a session id in the path"
+        path = _PATH_PARAM.sub("", parts.path)
+        params = parse_qsl(parts.query, keep_blank_values=True)
+        for i, (k, v) in enumerate(params):
+            others = tuple(sorted(params[:i] + params[i + 1 :]))
+            buckets[(host, path, others)][k][v].add(ex.digest or ex.url)
+            by_path[(host, path)][k].add(v)
+            seen_values[(host, k)].add(v)
         if ex.digest:
             by_digest[ex.digest].append(ex)
         tiny_image = ex.content_type.startswith("image/") and ex.length <= 100
         if ex.status == 204 or tiny_image:
-            blocks.add("^" + re.escape(parts.path) + "$")
-    sites: dict[str, dict] = defaultdict(lambda: {"drop_params": set(), "page_identity": []})
-    for (host, _), loads in by_path.items():
-        same: dict[str, list[Exchange]] = defaultdict(list)
-        for ex in loads:
-            same[ex.digest or ex.url].append(ex)
-        for group in same.values():
-            values: dict[str, set[str]] = defaultdict(set)
-            for ex in group:
-                for k, v in parse_qsl(urlsplit(ex.url).query, keep_blank_values=True):
-                    values[k].add(v)
-            if len(group) > 1:
-                sites[host]["drop_params"] |= {k for k, vs in values.items() if len(vs) > 1}
+            blocks.add("^" + re.escape(path) + "$")
+    # Values that change by themselves across loads of one path: noise whatever the rest.
+    for (host, path), by_param in by_path.items():
+        for name, values in by_param.items():
+            if len(values) > 1 and (kind := _kind_of_values(values)):
+                sites[host]["drop_params"].add(name)
+                evidence[host].setdefault(
+                    name, f"{len(values)} values across loads of {path}: {kind}"
+                )
+    # Otherwise-identical URLs (host, path, every other parameter) that differ in one
+    # parameter: noise when the response did not change, or when its name says so.
+    for (host, path, _), by_param in buckets.items():
+        for name, by_value in by_param.items():
+            if len(by_value) < 2 or name in sites[host]["drop_params"]:
+                continue
+            where = f"{len(by_value)} values across otherwise-identical URLs of {path}"
+            if len(set().union(*by_value.values())) == 1:
+                why = f"{where}, the same response"
+            elif name.lower() in _NOISE_NAMES:
+                why = f"{where}: a cache buster or session id by name"
+            else:
+                continue
+            sites[host]["drop_params"].add(name)
+            evidence[host][name] = why
+    for (host, name), values in seen_values.items():
+        if name in sites[host]["drop_params"]:
+            continue
+        low, kind = name.lower(), _kind_of_values(values)
+        if low in _NOISE_NAMES and (kind or "redacted" in values or "sess" in low or "sid" in low):
+            sites[host]["drop_params"].add(name)
+            evidence[host][name] = "a cache buster or session id by name" + (
+                f", its values {kind}" if kind else ""
+            )
+        elif low in _NOISY_WHEN_VALUES and kind:
+            sites[host]["drop_params"].add(name)
+            evidence[host][name] = f"a timestamp or version by name, its values {kind}"
     for group in by_digest.values():
         paths = {(urlsplit(e.url).netloc.lower(), urlsplit(e.url).path) for e in group}
         ids = {
@@ -236,14 +349,17 @@ def suggest_rules(exchanges: Sequence[Exchange]) -> dict:
             rule = {"pattern": f"^/{re.escape(first)}/.*?(\\d+)$", "key": f"/{first}/{{1}}"}
             if rule not in sites[host]["page_identity"]:
                 sites[host]["page_identity"].append(rule)
+                evidence[host][f"page /{first}/…{{id}}"] = "one payload at several slugs"
+    kept = {
+        h: {k: sorted(v) if isinstance(v, set) else v for k, v in site.items() if v}
+        for h, site in sorted(sites.items())
+        if site["drop_params"] or site["page_identity"] or site["drop_path_params"]
+    }
     return {
         "source": "inferred",
         "generic": {"block_paths": sorted(blocks)},
-        "sites": {
-            h: {k: sorted(v) if isinstance(v, set) else v for k, v in site.items() if v}
-            for h, site in sorted(sites.items())
-            if site["drop_params"] or site["page_identity"]
-        },
+        "sites": kept,
+        "evidence": {h: dict(sorted(evidence[h].items())) for h in kept if evidence.get(h)},
     }
 
 

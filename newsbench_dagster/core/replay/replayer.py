@@ -28,6 +28,8 @@ from newsbench_dagster.core.replay.matching import Matcher, Rules, coverage
 from newsbench_dagster.core.replay.redact import SECRET_HEADERS
 from newsbench_dagster.core.replay.warc import (
     Exchange,
+    PayloadTooLarge,
+    check_warc,
     exchanges_from_warc,
     record_at,
     recording_clock,
@@ -42,7 +44,8 @@ MAX_REDIRECTS = 10
 
 
 class RecordingError(ValueError):
-    """A recording that cannot be replayed (missing, not WARC, empty)."""
+    """A recording that cannot be replayed (missing, not WARC, empty, truncated, nothing
+    servable in it)."""
 
 
 @dataclass(frozen=True)
@@ -70,38 +73,70 @@ def _parse_date(text: str | None) -> datetime | None:
 class Recording:
     """A WARC opened for replay: its exchanges, the rules, the hosts it holds, its robots.txt
     files, 404 pages and clock. Payloads are read from the file at their offsets once, then
-    kept (a recording is a few MB)."""
+    kept (a recording is a few MB; none is decoded beyond `MAX_PAYLOAD_BYTES`).
 
-    def __init__(self, path: str | Path, rules_files: tuple[str, ...] = ()) -> None:
+    A truncated file is refused unless `allow_truncated`: then its whole records are
+    replayed and `warnings` says where it broke. A recorded response that cannot be served
+    (over the payload limit, a revisit whose original is absent) is answered as a miss
+    naming why, and listed in `refused`."""
+
+    def __init__(
+        self, path: str | Path, rules_files: tuple[str, ...] = (), allow_truncated: bool = False
+    ) -> None:
         self.path = Path(path)
         if not self.path.is_file():
             raise RecordingError(f"recording not found: {self.path}")
+        self.warnings: list[str] = []
         try:
-            self.exchanges: list[Exchange] = exchanges_from_warc(self.path)
+            integrity = check_warc(self.path)
+            if not integrity.whole:
+                if not allow_truncated:
+                    raise RecordingError(integrity.problem)
+                self.warnings.append(f"{integrity.problem} (replaying the whole records only)")
+            self.exchanges: list[Exchange] = exchanges_from_warc(self.path, allow_truncated=True)
         except (OSError, ValueError) as e:
-            raise RecordingError(f"{self.path}: not replayable: {e}") from e
+            said = str(e) if str(self.path) in str(e) else f"{self.path}: not replayable: {e}"
+            raise RecordingError(said) from e
         if not self.exchanges:
             raise RecordingError(f"{self.path}: holds no responses to replay")
+        self.refused = [ex.refused for ex in self.exchanges if ex.refused]
+        if len(self.refused) == len(self.exchanges):
+            revisits = sum(ex.refused_kind == "unresolved_revisit" for ex in self.exchanges)
+            if revisits == len(self.refused):
+                raise RecordingError(
+                    f"{self.path}: holds only revisit records ({revisits}) whose originals are "
+                    "not in it (a deduplicated crawl): nothing to replay without the WARC "
+                    "holding the originals"
+                )
+            raise RecordingError(f"{self.refused[0]}; nothing else in the recording to serve")
         try:
             self.rules = Rules.load(*rules_files)
         except (OSError, ValueError) as e:
             raise RecordingError(f"replay rules {list(rules_files)}: {e}") from e
         self.rules_files = tuple(str(r) for r in rules_files)
         self.hosts = {urlsplit(e.url).netloc.lower() for e in self.exchanges}
-        self.sha256 = hashlib.sha256(self.path.read_bytes()).hexdigest()
+        digest = hashlib.sha256()
+        with open(self.path, "rb") as f:
+            while chunk := f.read(1 << 20):
+                digest.update(chunk)
+        self.sha256 = digest.hexdigest()
+        self.allow_truncated = allow_truncated
         self.clock = self._read_clock()
         self._payloads: dict[int, Payload] = {}  # by response offset
         self._robots: RobotsRules | None = None
 
     @classmethod
-    def open(cls, path: str | Path, rules_files: tuple[str, ...] = ()) -> Recording:
+    def open(
+        cls, path: str | Path, rules_files: tuple[str, ...] = (), allow_truncated: bool = False
+    ) -> Recording:
         """One parsed recording per file version and rules, shared by every run."""
         p = Path(path).resolve()
         stat = p.stat() if p.exists() else None
-        return _open(str(p), stat.st_mtime_ns if stat else 0, tuple(str(r) for r in rules_files))
+        rules = tuple(str(r) for r in rules_files)
+        return _open(str(p), stat.st_mtime_ns if stat else 0, rules, allow_truncated)
 
     def _read_clock(self) -> datetime:
-        if when := _parse_date(recording_clock(self.path)):
+        if when := _parse_date(recording_clock(self.path, allow_truncated=self.allow_truncated)):
             return when
         dates = [d for e in self.exchanges if (d := _parse_date(e.date))]
         return min(dates) if dates else datetime.now(UTC)
@@ -127,12 +162,24 @@ class Recording:
         return self.clock
 
     def payload(self, ex: Exchange) -> Payload:
+        """What is served for a recorded response (a refused one: a 404 saying why)."""
+        if ex.refused:
+            return Payload(
+                404,
+                [("Content-Type", "text/plain; charset=utf-8")],
+                f"Not replayable: {ex.refused}\n".encode(),
+            )
         if ex.response not in self._payloads:
-            self._payloads[ex.response] = self._read(int(ex.response))
+            try:
+                self._payloads[ex.response] = self._read(int(ex.response), ex.body_at)
+            except PayloadTooLarge as e:  # read at open time; a file changed under us
+                return Payload(502, [("Content-Type", "text/plain")], str(e).encode())
         return self._payloads[ex.response]
 
-    def _read(self, offset: int) -> Payload:
+    def _read(self, offset: int, body_at: int | None = None) -> Payload:
         http, body = record_at(self.path, offset)
+        if body_at is not None:  # a revisit: its own headers, its original's payload
+            body = record_at(self.path, body_at)[1]
         if http is None:
             return Payload(200, [], body)
         # Another tool's WARC may hold a recorded reader's cookies: never handed to this one.
@@ -146,7 +193,7 @@ class Recording:
     def not_found(self, host: str) -> Payload:
         """The site's own recorded 404 page, else a plain one."""
         for ex in self.exchanges:
-            if ex.status == 404 and urlsplit(ex.url).netloc.lower() == host:
+            if ex.status == 404 and not ex.refused and urlsplit(ex.url).netloc.lower() == host:
                 return self.payload(ex)
         return PLAIN_404
 
@@ -164,7 +211,9 @@ class Recording:
                     (
                         e
                         for e in self.exchanges
-                        if e.url.startswith(origin + "/robots.txt") and e.status == 200
+                        if e.url.startswith(origin + "/robots.txt")
+                        and e.status == 200
+                        and not e.refused
                     ),
                     None,
                 )
@@ -183,12 +232,16 @@ class Recording:
             "rules": list(self.rules_files),
             "clock": self.clock.isoformat(),
             "exchanges": len(self.exchanges),
+            "refused": len(self.refused),
+            "warnings": list(self.warnings),
         }
 
 
 @lru_cache(maxsize=16)
-def _open(path: str, _mtime: int, rules_files: tuple[str, ...]) -> Recording:
-    return Recording(path, rules_files)
+def _open(
+    path: str, _mtime: int, rules_files: tuple[str, ...], allow_truncated: bool = False
+) -> Recording:
+    return Recording(path, rules_files, allow_truncated)
 
 
 @dataclass
@@ -241,6 +294,12 @@ class ReplaySession:
         body = request.post_data_buffer or b""
         decision = self.matcher.match(request.method, url, body)
         host = urlsplit(url).netloc.lower()
+        if decision.exchange is not None and decision.exchange.refused:
+            # Recorded but not servable (over the payload limit, a revisit without its
+            # original): a miss that says why, never the inflated or missing bytes.
+            decision.tag, decision.rule = "miss", decision.exchange.refused
+            decision.exchange = None
+            self.matcher.log[-1].update(tag="miss", rule=decision.rule)
         if decision.tag == "blocked":
             self._entry(request, decision, 204)
             await route.fulfill(status=204, body=b"")
@@ -278,7 +337,7 @@ class ReplaySession:
         hops = [url]
         for _ in range(MAX_REDIRECTS):
             decision = self.matcher.match("GET", url)
-            if decision.exchange is None:
+            if decision.exchange is None or decision.exchange.refused:
                 return self.recording.not_found(urlsplit(url).netloc.lower()), hops
             payload = self.recording.payload(decision.exchange)
             location = _location(payload)
