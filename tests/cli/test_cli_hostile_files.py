@@ -74,3 +74,26 @@ def test_deep_json_an_impossible_date_and_non_utf8_are_each_named_and_the_rest_l
         f"{regression}/latin.yaml:2: -: $: not UTF-8 text (byte 24: b'\\xe9')",
     ]
     assert "3 problem(s); 1 task(s) loaded (regression 1" in done.stderr, done.stderr
+
+
+def entity_bomb(uses: int = 10_000) -> bytes:
+    """A feed of 150 KB whose title is one 100 KB entity used `uses` times: 1 GB expanded
+    (feedparser's fallback parser expanded it whole: 2.9 GB peak)."""
+    return (
+        b'<?xml version="1.0"?>\n<!DOCTYPE rss [\n<!ENTITY big "' + b"a" * 100_000 + b'">\n]>\n'
+        b'<rss version="2.0"><channel><title>t</title><item><title>'
+        + b"&big;" * uses
+        + b"</title><link>http://x.test/a</link></item></channel></rss>"
+    )
+
+
+def test_an_entity_bomb_feed_is_refused_before_it_is_parsed(tmp_path):
+    feed = tmp_path / "bomb.xml"
+    feed.write_bytes(entity_bomb())
+    done = run_capped(["feeds", "inspect", str(feed)], cap_bytes=2 * GB, timeout=60)
+    assert done.returncode == 1, done.stderr
+    assert done.message == (
+        f"error: {feed}: entity declarations refused: the DOCTYPE declares an entity (byte 38), "
+        "which can expand to gigabytes (an XML entity bomb?)"
+    )
+    assert done.peak_mb < 300, done.peak_mb
