@@ -79,3 +79,22 @@ def test_a_broken_default_sites_file_is_named_by_line_and_help_still_works(tmp_p
         assert done.stderr.strip() == expected, done.stderr
     done = _with_sites(sites, "--help")
     assert done.returncode == 0 and "backfill" in done.stdout
+
+
+def test_a_task_file_nested_too_deep_or_an_alias_bomb_is_one_line(tmp_path):
+    deep = tmp_path / "tasks.json"
+    deep.write_bytes(b"[" * 100_000 + b"]" * 100_000)
+    lines = tmp_path / "tasks.jsonl"
+    lines.write_text('{"id": "a"}\n' + "[" * 100 + "]" * 100 + "\n")
+    bomb = tmp_path / "tasks.yaml"
+    levels = ['a0: &a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    levels += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, 9)]
+    bomb.write_text("\n".join(levels) + "\n")
+    for path, message in (
+        (deep, f"{deep}: JSON nested deeper than 64 levels"),
+        (lines, f"{lines}:2: JSON nested deeper than 64 levels"),
+        (bomb, f"{bomb}:6: YAML aliases expand to more than 200000 nodes (an alias bomb?)"),
+    ):
+        result = CliRunner().invoke(app, ["replay", "run", str(path)])
+        assert result.exit_code == 2, result.output
+        assert result.stderr.strip() == f"error: {message}"
