@@ -70,7 +70,7 @@ def test_a_gzip_bomb_url_is_refused_at_the_limit_without_inflating_it(bomb_serve
     ), done.stderr
     assert "Traceback" not in done.stderr
     # Inflating the whole body took its 400 MB and more; the refusal stops near the limit.
-    assert done.peak_mb < 250, done.peak_mb
+    assert done.peak_mb < 300, done.peak_mb
 
 
 def test_a_saved_file_over_the_limit_is_refused_unread(tmp_path):
