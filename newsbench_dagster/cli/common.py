@@ -123,6 +123,22 @@ AtOption = Annotated[
 ]
 
 
+def day_arg(text: str, option: str = "--day") -> date:
+    """A day an option names (YYYY-MM-DD); exit 2 naming the option and the text."""
+    try:
+        return date.fromisoformat(text)
+    except ValueError as e:
+        fail(f"{option} {text!r} is not a day (YYYY-MM-DD): {e}", 2)
+
+
+def past_or_today(day: date, option: str = "--day") -> date:
+    """`day`, refused (exit 2) when it is after today (UTC): there is nothing to evaluate
+    yet, and the day partitions end today."""
+    if day > today():
+        fail(f"{option} {day} is in the future (today is {today()}, UTC)", 2)
+    return day
+
+
 def instant(text: str | None, option: str = "--at") -> datetime | None:
     if text is None:
         return None
@@ -222,47 +238,47 @@ def read_tasks(path: Path) -> list[dict]:
     """Tasks from a file: a JSON list, one JSON object, JSON lines, or YAML (a task or a
     list). A file in a suite directory (`suites/regression/x.yaml`) is loaded as the suites
     are, ids and defaults filled. Exit 2 naming the file and what is wrong with it."""
+    from newsbench_dagster.core.errors import InputFileError
+    from newsbench_dagster.core.input_files import (
+        MAX_FILE_BYTES,
+        decode_utf8,
+        load_json,
+        load_yaml,
+    )
     from newsbench_dagster.core.tasks.suites import suite_of
 
     try:
+        if (size := path.stat().st_size) > MAX_FILE_BYTES:
+            fail(f"{path}: {size} bytes, over the {MAX_FILE_BYTES} byte limit of a task file", 2)
         data = path.read_bytes()
     except OSError as e:
         fail(f"{path}: cannot read: {e.strerror or e}", 2)
     if what := _not_text(data):
         fail(f"{path}: {what}", 2)
     try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        fail(f"{path}: not UTF-8 text (byte {e.start}), so not a task file", 2)
-    if suite_of(path):
-        return _suite_tasks(path)
-    if path.suffix in (".yaml", ".yml"):
-        return _yaml_tasks(path, text)
-    try:
-        found = json.loads(text)
-        return found if isinstance(found, list) else [found]
-    except json.JSONDecodeError:
-        pass
-    tasks = []
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
+        text = decode_utf8(data, path)
+        if suite_of(path):
+            return _suite_tasks(path)
+        if path.suffix in (".yaml", ".yml"):
+            return _yaml_tasks(load_yaml(text, path))
         try:
-            tasks.append(json.loads(line))
-        except json.JSONDecodeError as e:
-            fail(f"{path}:{n}: not JSON: {e.msg}", 2)
-    return tasks
+            found = load_json(text, path)
+            return found if isinstance(found, list) else [found]
+        except InputFileError as e:
+            if not e.problem.startswith("not valid JSON"):
+                raise
+        tasks = []  # JSON lines
+        for n, line in enumerate(text.splitlines(), 1):
+            try:
+                tasks += [load_json(line, path)] if line.strip() else []
+            except InputFileError as e:
+                raise InputFileError(path, e.problem, n) from e
+        return tasks
+    except InputFileError as e:
+        fail(f"{e}, so not a task file" if e.problem.startswith("not UTF-8") else str(e), 2)
 
 
-def _yaml_tasks(path: Path, text: str) -> list:
-    import yaml
-
-    try:
-        found = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
-        fail(f"{where}: not valid YAML: {getattr(e, 'problem', None) or e}", 2)
+def _yaml_tasks(found) -> list:
     if found is None:
         return []
     # YAML reads an unquoted 2026-12-01 as a date; tasks carry ISO strings.

@@ -64,20 +64,26 @@ def fetching(sources: list[str], proxy: str | None, port: int, at: str | None) -
 
 def read_source(source: str, proxy: str | None) -> tuple[bytes, str, str | None]:
     """Bytes of a file or an http(s) URL (through `proxy` when given), the URL they came
-    from, and the charset an HTTP response declared."""
+    from, and the charset an HTTP response declared. A URL is read as the poller reads it
+    (`network.bounded_get`): decoded as it arrives and refused past the size limit."""
     if _is_url(source):
-        import httpx
+        from newsbench_dagster.core.web.network import fetch_once
 
-        try:
-            resp = httpx.get(source, proxy=proxy, timeout=15, follow_redirects=True)
-        except httpx.HTTPError as e:
-            fail(f"{source}: could not fetch: {type(e).__name__}: {e}")
-        if resp.status_code >= 400:
-            fail(f"{source}: HTTP {resp.status_code}")
-        return resp.content, str(resp.url), resp.charset_encoding
+        res = fetch_once(source, proxy)
+        if res.status is None:
+            fail(f"{source}: could not fetch: {res.error}")
+        if res.error:
+            fail(f"{source}: {res.error}")
+        if res.status >= 400:
+            fail(f"{source}: HTTP {res.status}")
+        return res.content, res.final_url or source, res.charset
     path = Path(source)
     if not path.is_file():
         fail(f"{source}: no such file")
+    from newsbench_dagster.core.web.network import MAX_RESPONSE_BYTES
+
+    if (size := path.stat().st_size) > MAX_RESPONSE_BYTES:  # as a fetched one would be
+        fail(f"{source}: {size} bytes, over the {MAX_RESPONSE_BYTES} byte limit: not read")
     return path.read_bytes(), path.resolve().as_uri(), None
 
 

@@ -21,11 +21,14 @@ from newsbench_dagster.cli.common import (
     PortOption,
     StepLog,
     console,
+    day_arg,
     day_of,
     err,
     fail,
     instant,
+    past_or_today,
     progress,
+    registry,
     running_newsroom,
     today,
 )
@@ -194,13 +197,13 @@ def demo(
     the day's KPI rollup, prints the KPI table, then serves the UI unless --no-ui. With --at
     the newsroom is frozen at that instant (and the day is its date unless --day says).
     """
-    from newsbench_dagster.defs.partitions import SITE_KEYS
-
     frozen = instant(at)
-    the_day = date.fromisoformat(day) if day else day_of(frozen)
+    # The day partitions end today: a later day would fail each run a minute in.
+    the_day = past_or_today(day_arg(day) if day else day_of(frozen), "--day" if day else "--at")
+    sites = registry().keys  # exit 1 naming a broken sites.yaml (file:line)
     started = datetime.now()
     with running_newsroom(port, frozen):
-        ok = materialize([the_day], SITE_KEYS, port, workers=workers)
+        ok = materialize([the_day], sites, port, workers=workers)
         print_kpis(the_day)
         err.print(f"done in {(datetime.now() - started).total_seconds():.1f}s")
         if not ok:
@@ -222,14 +225,14 @@ def backfill(
     Then each day's KPIs. Live sites can only be read as they are now: a past day is
     re-evaluated against the current pages and recorded under that day.
     """
-    from newsbench_dagster.defs.partitions import SITE_KEYS
-
-    unknown = [s for s in site if s not in SITE_KEYS]
+    keys = registry().keys  # exit 1 naming a broken sites.yaml (file:line)
+    unknown = [s for s in site if s not in keys]
     if unknown:
-        fail(f"unknown site(s): {', '.join(unknown)} (allowlist: {', '.join(SITE_KEYS)})")
-    first, last = date.fromisoformat(start), date.fromisoformat(end)
+        fail(f"unknown site(s): {', '.join(unknown)} (allowlist: {', '.join(keys)})")
+    first, last = day_arg(start, "--start"), day_arg(end, "--end")
     if last < first:
         fail(f"--end {end} is before --start {start}")
+    past_or_today(last, "--end")  # refused up front, not after a minute of runs
     days = [first + timedelta(days=i) for i in range((last - first).days + 1)]
     with running_newsroom(port):
         ok = materialize(days, site, port, workers=workers)
@@ -243,4 +246,4 @@ def kpis(
     day: Annotated[str | None, typer.Option(help="Day (default: today, UTC).")] = None,
 ) -> None:
     """Print the KPI table of a day from the warehouse."""
-    print_kpis(date.fromisoformat(day) if day else today())
+    print_kpis(day_arg(day) if day else today())

@@ -39,7 +39,7 @@ def _task_pages(tasks: list[dict]) -> list[str]:
     return list(dict.fromkeys(pages))
 
 
-def _record_agent_runs(manifest: Path, todo: list[dict], world, registry, pages, out, day) -> None:
+def _record_agent_runs(built, todo: list[dict], world, registry, pages, out, day) -> None:
     """Run the agent live on the tasks, recording what its runs load; merge that into the
     recording of the task pages (which wins) at `out`."""
     import asyncio
@@ -50,7 +50,6 @@ def _record_agent_runs(manifest: Path, todo: list[dict], world, registry, pages,
     from newsbench_dagster.core.replay.merge import merge
     from newsbench_dagster.core.replay.recorder import WarcRecorder
 
-    built = agent(manifest, code=2)
     runs_file = out.with_name(out.name + ".runs.tmp")
     recorder = WarcRecorder(runs_file, {"agent": built.manifest.agent_version})
     try:
@@ -127,6 +126,8 @@ def record(
     from newsbench_dagster.core.replay.recorder import record as record_pages
 
     registry = allowlist(site, intent)
+    # A bad manifest is refused before anything is recorded, not after.
+    built = agent(agent_manifest, code=2) if agent_manifest else None
     todo: list[dict] = read_tasks(tasks_from) if tasks_from else []
     frozen = instant(at)
     day = day_of(frozen)
@@ -154,7 +155,7 @@ def record(
         if agent_manifest:
             if not todo:
                 fail("--agent needs tasks: give --site or --tasks-from", 2)
-            _record_agent_runs(agent_manifest, todo, world, registry, pages_file, out, day)
+            _record_agent_runs(built, todo, world, registry, pages_file, out, day)
     err.print(
         f"{out}: {summary.exchanges} exchanges from {len(summary.pages)}/{len(pages)} pages; "
         f"stripped {summary.stripped_headers} secret headers, "

@@ -9,6 +9,16 @@ class ConfigError(NewsbenchError):
     """A configuration file (sites.yaml, an agent manifest) is invalid."""
 
 
+class InputFileError(ConfigError):
+    """A file a user gave (YAML or JSON: a suite, a task file, a manifest, sites.yaml) that
+    cannot be read: missing, not UTF-8, not valid, or past a size, nesting or alias limit.
+    Its message is `file[:line]: problem`."""
+
+    def __init__(self, where: object, problem: str, line: int | None = None) -> None:
+        self.where, self.problem, self.line = str(where), problem, line
+        super().__init__(f"{self.where}:{line}: {problem}" if line else f"{self.where}: {problem}")
+
+
 class InvalidTask(NewsbenchError):
     """A task does not satisfy the task schema."""
 

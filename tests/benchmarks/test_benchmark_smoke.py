@@ -71,6 +71,13 @@ def hour_sweep(out: str) -> None:
     assert found and int(found.group(1)) >= len(ALL_INTENTS), out
 
 
+def hostile(out: str) -> None:
+    # Every hostile input ran through the CLI, none past 1 GB or 60 s, none a traceback.
+    found = re.search(r"^hostile inputs: (\d+), over the limits: 0 \(peak (\d+) MB, ", out, re.M)
+    assert found and int(found.group(1)) >= 10, out
+    assert "TRACEBACK" not in out and re.search(r"JSON nested deeper than 64 levels", out), out
+
+
 def model_agent(out: str) -> None:
     # Every run of the real model ended scored or in an agent's class; none was excluded.
     found = re.search(
@@ -153,6 +160,7 @@ SUMMARIES: dict[str, Callable[[str], None]] = {
     for f in (
         feed_parse,
         gate_power,
+        hostile,
         hour_sweep,
         model_agent,
         newsroom_rps,

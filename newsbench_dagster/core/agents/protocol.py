@@ -18,7 +18,7 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from newsbench_dagster.core.agents.tools import BrowserTools
-from newsbench_dagster.core.config_file import parse_config
+from newsbench_dagster.core.config_file import load_config
 from newsbench_dagster.core.errors import ConfigError
 
 
@@ -154,8 +154,7 @@ def build_agent(manifest: AgentManifest) -> Agent:
 
 
 def load_manifest(path: str | Path) -> AgentManifest:
-    path = Path(path)
-    return parse_config(path.read_text(encoding="utf-8"), str(path), AgentManifest)
+    return load_config(path, AgentManifest)
 
 
 def load_manifests(directory: str | Path) -> list[AgentManifest]:

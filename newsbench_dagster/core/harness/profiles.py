@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from newsbench_dagster.core.config_file import parse_config
+from newsbench_dagster.core.config_file import load_config, parse_config
 from newsbench_dagster.core.errors import ConfigError, InvalidTask
 from newsbench_dagster.core.tasks.contract import task_schema
 
@@ -246,11 +246,9 @@ def load_profiles(path: str | Path | None = None) -> ProfileCatalog:
     if path is None:
         return _packaged()
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError as e:
-        raise ConfigError(f"{path}: profiles file not found") from e
-    return _parse(text, str(path))
+    if not path.exists():
+        raise ConfigError(f"{path}: profiles file not found")
+    return load_config(path, ProfileCatalog)
 
 
 @cache

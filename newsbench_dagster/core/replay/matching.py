@@ -21,6 +21,8 @@ from urllib.parse import parse_qsl, urlsplit
 
 import yaml
 
+from newsbench_dagster.core.errors import InputFileError
+from newsbench_dagster.core.input_files import load_yaml, read_text
 from newsbench_dagster.core.replay.redact import clean_body, clean_url
 from newsbench_dagster.core.replay.warc import Exchange
 
@@ -49,7 +51,10 @@ class Rules:
     def load(cls, *paths: str | Path) -> Rules:
         """The default rules, then each file given. Inferred files are applied before
         hand-written ones, whose `keep_params` win over any drop."""
-        docs = [yaml.safe_load(Path(p).read_text(encoding="utf-8")) or {} for p in paths]
+        docs = [load_yaml(read_text(p), p) or {} for p in paths]
+        for p, doc in zip(paths, docs, strict=True):
+            if not isinstance(doc, dict):
+                raise InputFileError(p, f"a rules file is a mapping, not {type(doc).__name__}")
         base = yaml.safe_load(DEFAULT_RULES.read_text(encoding="utf-8"))
         ordered = [base] + sorted(docs, key=lambda d: d.get("source", "hand") != "inferred")
         rules = cls()

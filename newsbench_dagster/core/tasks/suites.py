@@ -23,7 +23,6 @@ and the other tasks still load.
 from __future__ import annotations
 
 import copy
-import json
 import re
 import string
 from collections.abc import Iterable
@@ -34,6 +33,8 @@ from typing import Any
 
 import yaml
 
+from newsbench_dagster.core.errors import InputFileError
+from newsbench_dagster.core.input_files import compose_yaml, load_json, load_yaml, read_text
 from newsbench_dagster.core.scoring.checkers import CHECKERS
 from newsbench_dagster.core.tasks.contract import (
     DEFAULT_REWARD,
@@ -121,21 +122,15 @@ def _plain(value: Any) -> Any:
 
 
 def _read(path: Path, shown: str) -> tuple[Any, Problem | None]:
+    """A suite file's data, within `input_files`' limits (size, nesting, YAML aliases), or
+    the one problem that stopped it (not UTF-8, not valid, an impossible date: with its line)."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as e:
-        return None, Problem(shown, "-", "$", f"not UTF-8 text (byte {e.start}): binary data?")
-    try:
+        text = read_text(path)
         if path.suffix == ".json":
-            return json.loads(text), None
-        return yaml.safe_load(text), None
-    except json.JSONDecodeError as e:
-        return None, Problem(shown, "-", "$", f"not valid JSON: {e.msg}", e.lineno)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        what = getattr(e, "problem", None) or str(e).splitlines()[0]
-        return None, Problem(shown, "-", "$", f"not valid YAML: {what}", line)
+            return load_json(text, shown), None
+        return load_yaml(text, shown), None
+    except InputFileError as e:
+        return None, Problem(shown, "-", "$", e.problem, e.line)
 
 
 def _lines(path: Path) -> list[dict[str, int]]:
@@ -144,7 +139,7 @@ def _lines(path: Path) -> list[dict[str, int]]:
     if path.suffix == ".json":
         return []
     try:
-        node = yaml.compose(path.read_text(encoding="utf-8"), Loader=yaml.SafeLoader)
+        node = compose_yaml(path.read_text(encoding="utf-8"))
     except yaml.YAMLError:
         return []
     items = node.value if isinstance(node, yaml.SequenceNode) else [node] if node else []

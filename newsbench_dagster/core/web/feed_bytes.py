@@ -1,6 +1,7 @@
 """The bytes a feed or sitemap arrives as: size limits, gzip (bombs and truncated streams
-refused), byte-order marks, the charset a document declares and the one its bytes are in,
-and UTF-8 XML that lxml and feedparser can trust."""
+refused), entity declarations (refused: XML entity bombs), byte-order marks, the charset a
+document declares and the one its bytes are in, and UTF-8 XML that lxml and feedparser can
+trust."""
 
 from __future__ import annotations
 
@@ -46,6 +47,30 @@ def gunzip(content: bytes) -> tuple[bytes, str | None]:
     return out, None
 
 
+# Scanned left to right, comments and CDATA sections are whole tokens (an unclosed one runs
+# to the end: still one token, so the scan stays linear), so "<!ENTITY" quoted in an article
+# is not a declaration, while one anywhere else is.
+_DECLARATIONS = re.compile(
+    rb"<!--.*?(?:-->|\Z)|<!\[CDATA\[.*?(?:\]\]>|\Z)|<!ENTITY", re.S | re.IGNORECASE
+)
+
+
+def entity_declarations(body: bytes) -> str | None:
+    """Why a document that declares XML entities is refused, or None. An entity declared in
+    the DOCTYPE and repeated ("billion laughs", or one 100 KB entity used 10,000 times) makes
+    gigabytes of text from a few KB: feedparser's fallback parser expands such entities
+    whatever expat's own limit says, and lxml runs out of memory. No feed or sitemap needs
+    one, so the document is refused before any XML parser sees it. `body` is UTF-8 (after
+    `utf8_xml`), so a UTF-16 document cannot hide its declarations."""
+    for m in _DECLARATIONS.finditer(body):
+        if m.group(0).upper() == b"<!ENTITY":
+            return (
+                f"entity declarations refused: the DOCTYPE declares an entity (byte {m.start()}),"
+                " which can expand to gigabytes (an XML entity bomb?)"
+            )
+    return None
+
+
 def strip_bom(content: bytes) -> bytes:
     for bom, _ in BOMS:
         if content.startswith(bom):
@@ -53,13 +78,19 @@ def strip_bom(content: bytes) -> bytes:
     return content
 
 
+def header_charset(headers: dict[str, str] | None) -> str | None:
+    """The charset the HTTP Content-Type (lower-cased headers) declares."""
+    m = _HEADER_CHARSET.search((headers or {}).get("content-type", ""))
+    return m.group(1) if m else None
+
+
 def declared_charset(content: bytes, headers: dict[str, str] | None) -> str | None:
     """The charset a document claims: a BOM, then HTTP Content-Type, then the XML declaration."""
     for bom, name in BOMS:
         if content.startswith(bom):
             return name
-    if m := _HEADER_CHARSET.search((headers or {}).get("content-type", "")):
-        return m.group(1)
+    if charset := header_charset(headers):
+        return charset
     if (decl := _XML_DECL.match(content)) and (m := _DECL_ENCODING.search(decl.group(0))):
         return m.group(1).decode("ascii")
     return None

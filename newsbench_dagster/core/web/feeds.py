@@ -22,15 +22,16 @@ from urllib.parse import urljoin, urlsplit
 
 import feedparser
 from lxml import etree
-from lxml import html as lxml_html
 
-from newsbench_dagster.core.reading.page_bytes import BINARY_MAGIC
+from newsbench_dagster.core.reading.page_bytes import BINARY_MAGIC, decode, parse_html
 from newsbench_dagster.core.reading.text import parse_time
 from newsbench_dagster.core.web.feed_bytes import (
     BOMS,
     MAX_DOCUMENT_BYTES,
     decode_text,
+    entity_declarations,
     gunzip,
+    header_charset,
     strip_bom,
     too_big,
     utf8_xml,
@@ -128,7 +129,7 @@ def parse_document(
     if not strip_bom(content).strip():
         return ParsedFeed(kind=kind, error="empty document")
     if kind == "homepage":
-        return parse_homepage(content, base_url)
+        return parse_homepage(content, base_url, headers)
     if problem := _not_a_feed(content, sniffed):
         return ParsedFeed(kind=kind, error=problem)
     if kind == "jsonfeed":
@@ -228,6 +229,8 @@ def parse_feed(
     """RSS 0.9x/1.0/2.0 or Atom. feedparser resolves xml:base and relative links against
     the feed URL (content-location); charsets are repaired before it sees the bytes."""
     body, charset_note = utf8_xml(content, headers)
+    if refused := entity_declarations(body):
+        return ParsedFeed(kind=kind, error=refused)
     response_headers = {
         "content-type": "application/xml; charset=utf-8",
         "content-location": base_url,
@@ -361,7 +364,12 @@ def parse_sitemap(
     """A urlset (news, video or image sitemap) or a sitemap index, whose children are listed
     with role "sitemap" for the poller to follow. A truncated file is salvaged."""
     body, charset_note = utf8_xml(content, headers)
-    parser = etree.XMLParser(resolve_entities=False, no_network=True, recover=True, huge_tree=True)
+    if refused := entity_declarations(body):
+        return ParsedFeed(kind="sitemap", error=refused)
+    # No entity is declared (refused above); no DTD is loaded, nothing fetched.
+    parser = etree.XMLParser(
+        resolve_entities=False, load_dtd=False, no_network=True, recover=True, huge_tree=True
+    )
     try:
         root = etree.fromstring(body, parser=parser)
     except etree.XMLSyntaxError as e:
@@ -419,10 +427,18 @@ def _first_error(parser: etree.XMLParser) -> str:
 
 
 # -- homepages ------------------------------------------------------------------------------
-def parse_homepage(content: bytes, base_url: str) -> ParsedFeed:
-    """Headline links under the main landmark, in page order (the lead first on most sites)."""
+def parse_homepage(
+    content: bytes, base_url: str, headers: dict[str, str] | None = None
+) -> ParsedFeed:
+    """Headline links under the main landmark, in page order (the lead first on most sites).
+
+    The page is decoded as the oracle decodes pages (`page_bytes.decode`: BOM, the HTTP
+    charset, then `<meta charset>`, a declaration the bytes contradict set aside): a page
+    that says latin-1 and is UTF-8 must not give "CafÃ©" titles; the repair is the
+    warning (so the `feed_items` rows and the asset's metadata say so)."""
+    text, _, note = decode(content, header_charset(headers))
     try:
-        doc = lxml_html.fromstring(content, base_url=base_url)
+        doc = parse_html(text)
     except (etree.ParserError, ValueError) as e:
         return ParsedFeed(kind="homepage", error=f"not valid HTML: {e}")
     language = doc.get("lang")
@@ -441,7 +457,7 @@ def parse_homepage(content: bytes, base_url: str) -> ParsedFeed:
         seen.add(url)
         items.append(FeedItem(title=text, url=url, published=None, language=language))
     items += _navigation(doc, base_url, seen, language)
-    return ParsedFeed(kind="homepage", items=items, language=language)
+    return ParsedFeed(kind="homepage", items=items, language=language, warning=note)
 
 
 _LIVE = re.compile(r"^(live\b|liveblog|live-?ticker|en direct|direct\b)", re.IGNORECASE)

@@ -13,6 +13,7 @@ import ssl
 import threading
 import time
 from dataclasses import dataclass, field
+from email.message import Message
 from functools import cache
 from urllib.parse import urljoin, urlsplit
 
@@ -148,6 +149,13 @@ class FetchResult:
     def ok(self) -> bool:
         return self.error is None and self.status is not None and 200 <= self.status < 300
 
+    @property
+    def charset(self) -> str | None:
+        """The charset the response's Content-Type declared."""
+        message = Message()
+        message["content-type"] = self.headers.get("content-type", "")
+        return message.get_content_charset()
+
 
 @dataclass
 class RequestRecord:
@@ -166,6 +174,84 @@ class RequestRecord:
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
+
+
+def too_large_message() -> str:
+    limit = MAX_RESPONSE_BYTES
+    return f"response larger than {limit} bytes ({limit / 1024 / 1024:g} MB) once decoded: not read"
+
+
+def read_capped(resp: httpx.Response) -> bytes | None:
+    """The body of a streamed response, decoded (Content-Encoding) chunk by chunk as it
+    arrives, or None as soon as it passes MAX_RESPONSE_BYTES: the rest is never read, so a
+    gzip bomb costs one network chunk's inflation past the cap, not its full size."""
+    body = bytearray()
+    for chunk in resp.iter_bytes():
+        body += chunk
+        if len(body) > MAX_RESPONSE_BYTES:
+            return None
+    return bytes(body)
+
+
+def bounded_get(
+    client: httpx.Client, url: str, headers: dict[str, str] | None = None
+) -> FetchResult:
+    """One GET through `client`, its body read by `read_capped`: every way the harness and
+    the CLI fetch a document (the poller's `Fetcher`, `newsbench inspect URL`, `feeds
+    inspect URL`). Transport errors and refused redirect hops become `FetchResult.error`."""
+    started = time.perf_counter()
+
+    def took() -> float:
+        return (time.perf_counter() - started) * 1000
+
+    try:
+        with client.stream("GET", url, headers=headers) as resp:
+            body = read_capped(resp)
+            if body is None:
+                # Refused mid-transfer: a 50 MB "feed" is an error, not a poll.
+                return FetchResult(
+                    url=url,
+                    status=resp.status_code,
+                    error=too_large_message(),
+                    final_url=str(resp.url),
+                    elapsed_ms=took(),
+                )
+    except RefusedHop as e:
+        return FetchResult(
+            url=url,
+            status=None,
+            error=f"refused: {e}",
+            robots_allowed="robots" not in str(e),
+            elapsed_ms=took(),
+        )
+    except httpx.HTTPError as e:
+        return FetchResult(
+            url=url,
+            status=None,
+            error=f"{type(e).__name__}: {e}" if str(e) else type(e).__name__,
+            elapsed_ms=took(),
+        )
+    return FetchResult(
+        url=url,
+        status=resp.status_code,
+        content=body,
+        headers={k.lower(): v for k, v in resp.headers.items()},
+        final_url=str(resp.url),
+        elapsed_ms=took(),
+    )
+
+
+def fetch_once(url: str, proxy: str | None = None, timeout: float = 15.0) -> FetchResult:
+    """A document a user named (`newsbench inspect URL`): no allowlist or robots.txt, but
+    the same bounded read as the poller's."""
+    with httpx.Client(
+        proxy=proxy,
+        verify=tls_context(trust_env=True),
+        timeout=timeout,
+        follow_redirects=True,
+        headers={"User-Agent": USER_AGENT},
+    ) as client:
+        return bounded_get(client, url)
 
 
 class Fetcher:
@@ -238,46 +324,8 @@ class Fetcher:
             self._last[origin] = time.monotonic()
 
     def _get(self, url: str, headers: dict[str, str] | None = None) -> FetchResult:
-        origin = origin_of(url)
-        self._wait_turn(origin)
-        started = time.perf_counter()
-        try:
-            with self._client.stream("GET", url, headers=headers) as resp:
-                body = bytearray()
-                for chunk in resp.iter_bytes():
-                    body += chunk
-                    if len(body) > MAX_RESPONSE_BYTES:
-                        # Refused mid-transfer: a 50 MB "feed" is an error, not a poll.
-                        return FetchResult(
-                            url=url,
-                            status=resp.status_code,
-                            error=f"response larger than {MAX_RESPONSE_BYTES} bytes: not read",
-                            final_url=str(resp.url),
-                            elapsed_ms=(time.perf_counter() - started) * 1000,
-                        )
-        except RefusedHop as e:
-            return FetchResult(
-                url=url,
-                status=None,
-                error=f"refused: {e}",
-                robots_allowed="robots" not in str(e),
-                elapsed_ms=(time.perf_counter() - started) * 1000,
-            )
-        except httpx.HTTPError as e:
-            return FetchResult(
-                url=url,
-                status=None,
-                error=f"{type(e).__name__}: {e}" if str(e) else type(e).__name__,
-                elapsed_ms=(time.perf_counter() - started) * 1000,
-            )
-        return FetchResult(
-            url=url,
-            status=resp.status_code,
-            content=bytes(body),
-            headers={k.lower(): v for k, v in resp.headers.items()},
-            final_url=str(resp.url),
-            elapsed_ms=(time.perf_counter() - started) * 1000,
-        )
+        self._wait_turn(origin_of(url))
+        return bounded_get(self._client, url, headers)
 
     def robots(self, origin: str) -> Protego | None:
         """The parsed robots.txt of an origin; None if unreadable (then nothing is fetched)."""

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from newsbench_dagster.core.config_file import parse_config
+from newsbench_dagster.core.config_file import load_config
 from newsbench_dagster.core.errors import ConfigError
 
 FeedKind = Literal["rss", "atom", "jsonfeed", "sitemap"]
@@ -117,8 +117,6 @@ class SiteRegistry(BaseModel):
 def load_sites(path: str | Path) -> SiteRegistry:
     """Read and validate a sites file; errors name the file and the offending field."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError as e:
-        raise ConfigError(f"{path}: sites file not found") from e
-    return parse_config(text, str(path), SiteRegistry)
+    if not path.exists():
+        raise ConfigError(f"{path}: sites file not found")
+    return load_config(path, SiteRegistry)

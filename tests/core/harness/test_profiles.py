@@ -176,7 +176,7 @@ def _write(tmp_path, data) -> Path:
 
 def test_bad_profiles_rejected_clearly(tmp_path, packaged_raw):
     path = _write(tmp_path, "devices: [unclosed\n")
-    with pytest.raises(ConfigError, match=rf"{path}: not valid YAML"):
+    with pytest.raises(ConfigError, match=rf"{path}:2: not valid YAML"):
         load_profiles(path)
 
     raw = dict(packaged_raw, devices=dict(packaged_raw["devices"]))

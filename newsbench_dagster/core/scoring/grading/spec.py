@@ -3,13 +3,11 @@ a YAML/JSON file with errors that name the file and every offending field path."
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -20,7 +18,8 @@ from pydantic import (
     model_validator,
 )
 
-from newsbench_dagster.core.errors import NewsbenchError
+from newsbench_dagster.core.errors import InputFileError, NewsbenchError
+from newsbench_dagster.core.input_files import load_json, load_yaml, read_text
 
 OPS = (
     "equals",
@@ -262,13 +261,13 @@ def load_grading(source: dict | str | Path | GradingSpec, *, where: str = "gradi
         path = Path(source)
         prefix = f"{path}: "
         try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as e:
-            raise GradingError(f"{path}: cannot read grading file: {e}") from e
+            text = read_text(path)
+        except InputFileError as e:
+            raise GradingError(f"cannot read grading file {e}") from e
         try:
-            raw = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
-        except (yaml.YAMLError, json.JSONDecodeError) as e:
-            raise GradingError(f"{path}: not valid {path.suffix.lstrip('.') or 'YAML'}: {e}") from e
+            raw = load_json(text, path) if path.suffix.lower() == ".json" else load_yaml(text, path)
+        except InputFileError as e:
+            raise GradingError(str(e)) from e
     else:
         raw = source
     if not isinstance(raw, dict):

@@ -1,0 +1,346 @@
+"""Hostile inputs through the real CLI: each input is built in a temp dir (bombs served on
+loopback where the command reads a URL), the command runs in a child process, and the table
+says what the user saw (exit status, the first line of the message) and what it cost (the
+child's peak RSS, from wait4, and seconds). Every input must stay within 1 GB and 60 s; the
+script exits 1 when one does not.
+
+A regression must not take the machine down: every child runs under RLIMIT_AS (3 GB), except
+the commands that start Chromium (`replay run`), whose V8 reserves far more address space than
+it uses; those are watched instead and killed, with their whole process tree, past 3 GB of
+resident memory.
+
+    uv run python benchmarks/hostile.py            # ~1 min: the bombs at full size
+    uv run python benchmarks/hostile.py --smoke    # seconds: small bombs, no browser runs
+    uv run python benchmarks/hostile.py --markdown # the table as Markdown (the README's)
+
+The last line printed is `hostile inputs: N, over the limits: K (...)`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import re
+import resource
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import psutil
+from common import parse_args
+
+ROOT = Path(__file__).resolve().parent.parent
+NEWSBENCH = Path(sys.executable).with_name("newsbench")
+RECORDING = ROOT / "recordings" / "harbor-2026-12-01.warc.gz"
+SUITE = ROOT / "suites" / "regression" / "harbor-replayed.yaml"
+GUARD_BYTES = 3 * 1024**3
+LIMIT_MB, LIMIT_S = 1024, 60.0
+MB = 1024 * 1024
+
+
+@dataclass
+class Case:
+    name: str  # the input
+    args: list[str]  # the newsbench command
+    browser: bool = False  # starts Chromium: watched, not RLIMIT_AS-capped
+
+
+@dataclass
+class Outcome:
+    case: Case
+    code: int
+    message: str
+    peak_mb: float
+    seconds: float
+
+    @property
+    def over(self) -> bool:
+        return self.peak_mb > LIMIT_MB or self.seconds > LIMIT_S
+
+
+# -- building the inputs -----------------------------------------------------------------------
+def gzip_bomb(megabytes: int, head: bytes) -> bytes:
+    """`head` then zeros, `megabytes` once inflated (about 1 KB per MB compressed)."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    zeros = bytes(MB)
+    parts = [packer.compress(head)] + [packer.compress(zeros) for _ in range(megabytes)]
+    return b"".join([*parts, packer.flush()])
+
+
+def entity_bomb(uses: int) -> bytes:
+    """An RSS feed whose one title is a 100 KB entity used `uses` times."""
+    return (
+        b'<?xml version="1.0"?>\n<!DOCTYPE rss [\n<!ENTITY big "' + b"a" * 100_000 + b'">\n]>\n'
+        b'<rss version="2.0"><channel><title>t</title><item><title>'
+        + b"&big;" * uses
+        + b"</title><link>http://x.test/a</link></item></channel></rss>"
+    )
+
+
+def alias_bomb(levels: int) -> bytes:
+    """YAML's billion laughs: each level names the one below nine times."""
+    lines = ['a0: &a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, levels)]
+    return ("\n".join(lines) + "\n").encode()
+
+
+def warc_bomb(path: Path, megabytes: int) -> None:
+    """A gzipped WARC with one response, harbor's front page, whose body is gzip-encoded
+    (`Content-Encoding: gzip`) and inflates to `megabytes` of zeros: a few KB on disk."""
+    from warcio.statusandheaders import StatusAndHeaders
+    from warcio.warcwriter import WARCWriter
+
+    body = gzip_bomb(megabytes, b"<!doctype html><html><body><main><h1>")
+    with path.open("wb") as f:
+        writer = WARCWriter(f, gzip=True)
+        headers = StatusAndHeaders(
+            "200 OK",
+            [
+                ("Content-Type", "text/html; charset=utf-8"),
+                ("Content-Encoding", "gzip"),
+                ("Content-Length", str(len(body))),
+            ],
+            protocol="HTTP/1.1",
+        )
+        record = writer.create_warc_record(
+            "http://harbor-herald.test/", "response", payload=io.BytesIO(body), http_headers=headers
+        )
+        writer.write_record(record)
+
+
+def replay_task(tmp: Path) -> Path:
+    """One task of the replay-backed suite (harbor's front page), as a JSON task file."""
+    from newsbench_dagster.core.tasks.suites import load_suite_file
+    from newsbench_dagster.core.web.sites import load_sites
+    from newsbench_dagster.paths import SITES_FILE
+
+    sites = load_sites(SITES_FILE)
+    task = load_suite_file(SUITE, sites.allowed_origins, sites.keys).tasks[0].task
+    out = tmp / "front-page-task.json"
+    out.write_text(json.dumps(task), encoding="utf-8")
+    return out
+
+
+class _Bombs(BaseHTTPRequestHandler):
+    bodies: dict[str, tuple[str, bytes]] = {}
+
+    def do_GET(self):
+        ctype, body = self.bodies[self.path]
+        self.send_response(200)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Encoding", "gzip")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            self.wfile.write(body)  # a bounded reader stops early
+
+    def log_message(self, *args):
+        pass
+
+
+@contextlib.contextmanager
+def serving(bodies: dict[str, tuple[str, bytes]]) -> Iterator[str]:
+    _Bombs.bodies = bodies
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Bombs)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+
+
+def cases(tmp: Path, url: str, smoke: bool) -> list[Case]:
+    def write(name: str, data: bytes) -> str:
+        path = tmp / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        return str(path)
+
+    suites = tmp / "suites"
+    write("suites/regression/bomb.yaml", alias_bomb(10))
+    nested = write("nested/tasks.json", b"[" * 100_000 + b"]" * 100_000)
+    latin = tmp / "latin-suites"
+    write("latin-suites/regression/latin.yaml", b"site: harbor\nreason: caf\xe9 au lait\n")
+    entity = write("entity-bomb.xml", entity_bomb(1_000 if smoke else 10_000))
+    warc = tmp / "gzip-bomb.warc.gz"
+    warc_bomb(warc, 60 if smoke else 1200)
+    empty = write("empty.warc.gz", b"")
+    whole = RECORDING.read_bytes()
+    truncated = write("truncated.warc.gz", whole[: len(whole) // 2])
+    task = str(replay_task(tmp))
+    size = f"{warc.stat().st_size / 1024:.1f} KB"
+    out = [
+        Case("gzip-bomb feed (served)", ["feeds", "inspect", f"{url}/feed.xml"]),
+        Case("gzip-bomb page (served)", ["inspect", f"{url}/page.html"]),
+        Case("XML entity bomb feed", ["feeds", "inspect", entity]),
+        Case("YAML alias bomb suite", ["tasks", "validate", "--root", str(suites)]),
+        Case("nested JSON task file", ["replay", "run", nested]),
+        Case("non-UTF-8 suite file", ["tasks", "validate", "--root", str(latin)]),
+        Case(f"gzip-bomb WARC ({size})", ["recording", "audit", str(warc)]),
+        Case("empty WARC", ["recording", "audit", empty]),
+        Case("truncated WARC", ["recording", "audit", truncated]),
+        Case("truncated WARC", ["recording", "index", truncated]),
+    ]
+    if not smoke:  # Chromium: seconds each
+        artifacts = str(tmp / "artifacts")
+        replay = ["replay", "run", task, "--artifacts", artifacts, "--recording"]
+        out += [
+            Case(f"gzip-bomb WARC ({size})", [*replay, str(warc)], browser=True),
+            Case("empty WARC", [*replay, empty], browser=True),
+            Case("truncated WARC", [*replay, truncated], browser=True),
+        ]
+    return out
+
+
+# -- running one -------------------------------------------------------------------------------
+def _cap() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (GUARD_BYTES, GUARD_BYTES))
+
+
+def _watch(proc: subprocess.Popen, stop: threading.Event, why: list[str]) -> None:
+    """Kill `proc` and everything under it once their resident memory passes the guard."""
+    try:
+        top = psutil.Process(proc.pid)
+    except psutil.NoSuchProcess:
+        return
+    while not stop.wait(0.1):
+        try:
+            tree = [top, *top.children(recursive=True)]
+            rss = sum(p.memory_info().rss for p in tree)
+        except psutil.NoSuchProcess:
+            continue
+        if rss > GUARD_BYTES:
+            why.append(f"KILLED at {rss / MB:.0f} MB resident (the 3 GB guard)")
+            for p in tree:
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    p.kill()
+            return
+
+
+def _message(code: int, stdout: str, stderr: str) -> str:
+    """What the user was told: the error line, else the exception a traceback ended in, else
+    (a failure) the first problem printed, else the first line of stderr."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    said = [line for line in lines if line.startswith("error:")]
+    if said:
+        return said[0]
+    if any("Traceback" in line for line in lines):
+        last = [line for line in lines if not line.startswith(("│", "╰", "╭"))]
+        return "TRACEBACK: " + (last[-1] if last else "?")
+    printed = [line.strip() for line in stdout.splitlines() if line.strip()]
+    if code != 0 and printed:
+        return printed[0]
+    return lines[0] if lines else ""
+
+
+def run(case: Case, timeout: float) -> Outcome:
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        started = time.perf_counter()
+        proc = subprocess.Popen(
+            [str(NEWSBENCH), *case.args],
+            stdout=out,
+            stderr=err,
+            preexec_fn=None if case.browser else _cap,
+            start_new_session=True,
+            cwd=ROOT,
+        )
+        stop, why = threading.Event(), []
+        watcher = threading.Thread(target=_watch, args=(proc, stop, why), daemon=True)
+        watcher.start()
+
+        def expire() -> None:
+            why.append(f"KILLED after the {timeout:.0f} s timeout")
+            os.killpg(proc.pid, 9)
+
+        timer = threading.Timer(timeout, expire)
+        timer.start()
+        try:
+            _, status, usage = os.wait4(proc.pid, 0)
+        finally:
+            timer.cancel()
+            stop.set()
+        seconds = time.perf_counter() - started
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, 9)  # anything it left behind
+        out.seek(0)
+        err.seek(0)
+        stdout = out.read(1 << 20).decode("utf-8", "replace")
+        stderr = err.read(1 << 20).decode("utf-8", "replace")
+    code = os.waitstatus_to_exitcode(status)
+    message = why[0] if why else _message(code, stdout, stderr)
+    return Outcome(case, code, message, usage.ru_maxrss / 1024, seconds)
+
+
+# -- the table -----------------------------------------------------------------------------------
+def table(outcomes: list[Outcome], markdown: bool, tmp: str) -> str:
+    rows = [
+        (
+            o.case.name,
+            "newsbench " + " ".join(_short(a) for a in o.case.args),
+            str(o.code),
+            _unrooted(o.message, tmp)[:150],
+            f"{o.peak_mb:.0f}",
+            f"{o.seconds:.1f}",
+            "OVER" if o.over else "ok",
+        )
+        for o in outcomes
+    ]
+    head = ("input", "command", "exit", "message (first line)", "peak MB", "s", "limits")
+    if markdown:
+        lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        lines += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows]
+        return "\n".join(lines)
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in [head, *rows]]
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def _unrooted(message: str, tmp: str) -> str:
+    """A message with the temp dir's path and the loopback server's port left out."""
+    message = message.replace(tmp + "/", "")
+    return re.sub(r"http://127\.0\.0\.1:\d+/", "http://127.0.0.1:PORT/", message)
+
+
+def _short(arg: str) -> str:
+    """Temp paths and loopback URLs by their last part, so the table reads the same each run."""
+    if arg.startswith(("/", "http://127.0.0.1")):
+        return "…/" + arg.rstrip("/").rsplit("/", 1)[-1]
+    return arg
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--bomb-mb", type=int, default=1200, help="inflated size of the gzip bombs")
+    ap.add_argument("--timeout", type=float, default=180.0, help="kill a child after this")
+    ap.add_argument("--markdown", action="store_true", help="print the table as Markdown")
+    args = parse_args(ap, bomb_mb=60, timeout=60.0)
+    bodies = {
+        "/feed.xml": ("application/rss+xml", gzip_bomb(args.bomb_mb, b"<rss><channel><title>")),
+        "/page.html": ("text/html", gzip_bomb(args.bomb_mb, b"<!doctype html><html><body><p>")),
+    }
+    with tempfile.TemporaryDirectory() as tmp, serving(bodies) as url:
+        outcomes = [run(case, args.timeout) for case in cases(Path(tmp), url, args.smoke)]
+    print(table(outcomes, args.markdown, tmp))
+    over = [o for o in outcomes if o.over]
+    worst_mb = max(o.peak_mb for o in outcomes)
+    worst_s = max(o.seconds for o in outcomes)
+    print(
+        f"hostile inputs: {len(outcomes)}, over the limits: {len(over)} "
+        f"(peak {worst_mb:.0f} MB, slowest {worst_s:.1f} s; limits {LIMIT_MB} MB, {LIMIT_S:.0f} s)"
+    )
+    if over:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
