@@ -1,8 +1,8 @@
 """Hostile inputs through the real CLI: each input is built in a temp dir (bombs served on
 loopback where the command reads a URL), the command runs in a child process, and the table
 says what the user saw (exit status, the first line of the message) and what it cost (the
-child's peak RSS, from wait4, and seconds). Every input must stay within 1 GB and 60 s; the
-script exits 1 when one does not.
+child's own peak RSS, from wait4 in a small launcher, and seconds). Every input must stay
+within 1 GB and 60 s; the script exits 1 when one does not.
 
 A regression must not take the machine down: every child runs under RLIMIT_AS (3 GB), except
 the commands that start Chromium (`replay run`), whose V8 reserves far more address space than
@@ -24,7 +24,6 @@ import io
 import json
 import os
 import re
-import resource
 import subprocess
 import sys
 import tempfile
@@ -41,6 +40,7 @@ from common import parse_args
 
 ROOT = Path(__file__).resolve().parent.parent
 NEWSBENCH = Path(sys.executable).with_name("newsbench")
+PEAK_RSS = ROOT / "tests" / "support" / "peak_rss.py"
 RECORDING = ROOT / "recordings" / "harbor-2026-12-01.warc.gz"
 SUITE = ROOT / "suites" / "regression" / "harbor-replayed.yaml"
 GUARD_BYTES = 3 * 1024**3
@@ -203,10 +203,6 @@ def cases(tmp: Path, url: str, smoke: bool) -> list[Case]:
 
 
 # -- running one -------------------------------------------------------------------------------
-def _cap() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (GUARD_BYTES, GUARD_BYTES))
-
-
 def _watch(proc: subprocess.Popen, stop: threading.Event, why: list[str]) -> None:
     """Kill `proc` and everything under it once their resident memory passes the guard."""
     try:
@@ -244,13 +240,20 @@ def _message(code: int, stdout: str, stderr: str) -> str:
 
 
 def run(case: Case, timeout: float) -> Outcome:
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    with (
+        tempfile.TemporaryFile() as out,
+        tempfile.TemporaryFile() as err,
+        tempfile.NamedTemporaryFile("r") as peak,
+    ):
         started = time.perf_counter()
+        # Through peak_rss.py: forked from this process (which built the inputs), the child's
+        # peak RSS would start at ours. Chromium is not capped (it reserves address space).
+        cap = 0 if case.browser else GUARD_BYTES
+        launcher = [sys.executable, str(PEAK_RSS), peak.name, str(cap), "--"]
         proc = subprocess.Popen(
-            [str(NEWSBENCH), *case.args],
+            [*launcher, str(NEWSBENCH), *case.args],
             stdout=out,
             stderr=err,
-            preexec_fn=None if case.browser else _cap,
             start_new_session=True,
             cwd=ROOT,
         )
@@ -265,7 +268,7 @@ def run(case: Case, timeout: float) -> Outcome:
         timer = threading.Timer(timeout, expire)
         timer.start()
         try:
-            _, status, usage = os.wait4(proc.pid, 0)
+            proc.wait()
         finally:
             timer.cancel()
             stop.set()
@@ -276,9 +279,10 @@ def run(case: Case, timeout: float) -> Outcome:
         err.seek(0)
         stdout = out.read(1 << 20).decode("utf-8", "replace")
         stderr = err.read(1 << 20).decode("utf-8", "replace")
-    code = os.waitstatus_to_exitcode(status)
+        kib = peak.read().strip()
+    code = proc.returncode
     message = why[0] if why else _message(code, stdout, stderr)
-    return Outcome(case, code, message, usage.ru_maxrss / 1024, seconds)
+    return Outcome(case, code, message, int(kib or 0) / 1024, seconds)
 
 
 # -- the table -----------------------------------------------------------------------------------
