@@ -48,6 +48,15 @@ def dead_worker(instance: DagsterInstance, run: DagsterRun) -> str | None:
     )
 
 
+def attempt_running(instance: DagsterInstance, run_id: str) -> bool:
+    """Whether Dagster run `run_id` may still be writing: not finished, and not a started run
+    whose worker is gone."""
+    run = instance.get_run_by_id(run_id)
+    if run is None or run.is_finished:
+        return False
+    return run.status != DagsterRunStatus.STARTED or dead_worker(instance, run) is None
+
+
 class LocalRunLauncher(DefaultRunLauncher):
     """Dagster's default launcher, plus the run-worker health check run monitoring needs."""
 
