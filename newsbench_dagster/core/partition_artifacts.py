@@ -1,11 +1,13 @@
 """A partition's artifacts are written by attempt and swapped with its rows.
 
 Each attempt at a partition (a Dagster run) writes its artifacts in a folder of its own,
-`runs/{site}/{day}/attempt-{id}/{run_id}/...`, beside the folders of earlier attempts, and its
-rows point there. The warehouse replaces the partition's rows in one transaction: until it
-commits, the rows and folders of the previous attempt are untouched (a killed attempt writes
-nothing over them); once it has, `sweep` removes the partition's other attempts' folders, the
-previous one and any a killed attempt left, except those of attempts still running.
+`runs/{site}/{day}/attempt-{id}/{run_id}/...` (the runs' artifacts, `agent_runs`) and
+`feeds/{site}/{day}/attempt-{id}/` (the bytes of the feeds read, `feed_items`), beside the
+folders of earlier attempts, and its rows point there. The warehouse replaces the partition's
+rows in one transaction: until it commits, the rows and folders of the previous attempt are
+untouched (a killed attempt writes nothing over them); once it has, `sweep` removes the
+partition's other attempts' folders, the previous one and any a killed attempt left, except
+those of attempts still running.
 """
 
 from __future__ import annotations
@@ -29,6 +31,11 @@ def attempt_folder(attempt_id: str) -> str:
 def runs_folder(site: str, day: object) -> str:
     """The partition's folder of run artifacts (`core.harness.capture.artifact_key`)."""
     return f"runs/{site}/{day}"
+
+
+def feeds_folder(site: str, day: object) -> str:
+    """The partition's folder of the feeds' bytes (`core.tasks.poll`)."""
+    return f"feeds/{site}/{day}"
 
 
 def _attempts(store: ArtifactStore, folder: str) -> dict[str, str]:

@@ -74,7 +74,8 @@ class DeclaredSchemaTypeHandler(DuckDBPandasTypeHandler):
 class TakingTurnsDuckDbClient(DuckDbClient):
     """DuckDB connections that wait for the warehouse's lock (`core.analytics.warehouse_lock`)
     so parallel runs share the one file, and replace a partition in one transaction: a run
-    killed mid-write leaves the partition's previous rows, never half of them."""
+    killed mid-write leaves the partition's previous rows, never half of them. The same
+    transaction deletes the partition's rows downstream (`invalidate_downstream`)."""
 
     @staticmethod
     def delete_table_slice(context: OutputContext, table_slice: TableSlice, connection) -> None:
@@ -141,13 +142,17 @@ class SwappingDbIOManager(DbIOManager):
         if attempt is None:
             return
         spec = attempt.data if hasattr(attempt, "data") else attempt
-        instance = context.step_context.instance
-        removed = sweep(
-            artifact_store(spec["store"]),
-            spec["folder"],
-            keep=spec["attempt"],
-            running=lambda run_id: attempt_running(instance, run_id),
-        )
+        try:
+            instance = context.step_context.instance
+            removed = sweep(
+                artifact_store(spec["store"]),
+                spec["folder"],
+                keep=spec["attempt"],
+                running=lambda run_id: attempt_running(instance, run_id),
+            )
+        except Exception as e:  # noqa: BLE001 - the rows are committed: left for the next write
+            context.log.warning(f"could not remove earlier attempts' artifacts: {e}")
+            return
         if removed:
             context.log.info(
                 f"removed the artifacts of {len(removed)} earlier attempt(s) at this partition "

@@ -111,6 +111,9 @@ def _consistent(spec: dict) -> pd.DataFrame:
         assert (written["run_id"], written["task_id"]) == (row["run_id"], row["task_id"])
         started = pd.Timestamp(written["started_at"]).tz_convert(None)
         assert started == row["started_at"], f"{row['run_id']}: run.json is another attempt's"
+    feeds = _rows(spec, "feed_items")
+    for uri in set(feeds["raw_uri"].dropna()):
+        assert local_path(uri).is_file(), f"feed bytes a row names are missing: {uri}"
     return runs
 
 
@@ -119,14 +122,19 @@ def _starts(runs: pd.DataFrame) -> dict:
 
 
 def _no_leftovers(spec: dict, runs: pd.DataFrame) -> None:
-    """Every file in the partition's artifact folder is in the folder of a run a row names:
-    nothing is left of an earlier attempt or of a killed one (not even a temporary file)."""
+    """Every file in the partition's artifact folders is one a row names, or in the folder of a
+    run a row names: nothing is left of an earlier attempt or of a killed one (not even a
+    temporary file)."""
     folder = Path(spec["artifacts"]) / "runs" / spec["site"] / spec["day"]
     named = {local_path(json.loads(a)["run"]).parent for a in runs["artifacts"]}
     files = [p for p in folder.rglob("*") if p.is_file()]
     assert files
     left = [str(p.relative_to(folder)) for p in files if not named & set(p.parents)]
-    assert not left, f"files no row names: {left}"
+    assert not left, f"run files no row names: {left}"
+    folder = Path(spec["artifacts"]) / "feeds" / spec["site"] / spec["day"]
+    named = {local_path(u) for u in _rows(spec, "feed_items")["raw_uri"].dropna()}
+    files = {p for p in folder.rglob("*") if p.is_file()}
+    assert files and files == named, f"feed files no row names: {files - named}"
 
 
 @pytest.mark.parametrize(
