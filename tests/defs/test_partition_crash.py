@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -23,49 +24,72 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 import pytest
-from dagster import DagsterInstance
 
 from newsbench_dagster.core.artifacts import local_path
 from newsbench_dagster.core.crash_points import ENV
 from newsbench_dagster.newsroom.clock import FixedClock
+from tests.support import partition_run
 from tests.support.paths import REPO
 from tests.support.tasks import LEAD_AND_METADATA
 
-pytestmark = pytest.mark.heavy(85)  # four tests of about 20 s
+pytestmark = pytest.mark.heavy(60)  # one evaluation, then four tests of 10-15 s
 
 SITE = "harbor"
 
 
-@pytest.fixture
-def partition(newsroom, tmp_path, monkeypatch):
-    home = tmp_path / "home"
+@pytest.fixture(scope="module")
+def evaluated(newsroom_server, tmp_path_factory):
+    """The partition evaluated once, on the newsroom 14 hours ago, and kept aside: each test
+    starts from a copy of it at the same paths (rows name their artifacts by absolute path)."""
+    now = datetime.now(UTC).replace(microsecond=0)
+    work = tmp_path_factory.mktemp("partition")
+    saved = tmp_path_factory.mktemp("evaluated") / "copy"
+    home = work / "home"
     home.mkdir()
     (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
-    monkeypatch.setenv("DAGSTER_HOME", str(home))
-    DagsterInstance.get().dispose()  # its storage created before two processes use it
-    now = datetime.now(UTC).replace(microsecond=0)
     spec = {
-        "db": str(tmp_path / "wh.duckdb"),
-        "artifacts": str(tmp_path / "artifacts"),
-        "port": newsroom.port,
-        "seed": newsroom.newsroom.seed,
+        "db": str(work / "wh.duckdb"),
+        "artifacts": str(work / "artifacts"),
+        "port": newsroom_server.port,
+        "seed": newsroom_server.newsroom.seed,
         "site": SITE,
         "day": now.date().isoformat(),
         "intents": list(LEAD_AND_METADATA),
     }
-    live = newsroom.clock
-    newsroom.clock = FixedClock(now - timedelta(hours=14))
+    live, newsroom_server.clock = newsroom_server.clock, FixedClock(now - timedelta(hours=14))
     try:
-        yield spec, newsroom, now
+        with pytest.MonkeyPatch.context() as env:
+            env.setenv("DAGSTER_HOME", str(home))
+            assert _materialize(spec) == 0
+    finally:
+        newsroom_server.clock = live
+    before = _consistent(spec)
+    assert len(before) >= 2
+    _no_leftovers(spec, before)
+    shutil.copytree(work, saved)
+    return spec, work, saved, before, now
+
+
+@pytest.fixture
+def partition(evaluated, newsroom, monkeypatch):
+    """(spec, newsroom, the runs of the first evaluation, now): the evaluated partition, the
+    newsroom's clock where it was evaluated."""
+    spec, work, saved, before, now = evaluated
+    shutil.rmtree(work)
+    shutil.copytree(saved, work)
+    monkeypatch.setenv("DAGSTER_HOME", str(work / "home"))
+    live, newsroom.clock = newsroom.clock, FixedClock(now - timedelta(hours=14))
+    try:
+        yield spec, newsroom, before, now
     finally:
         newsroom.clock = live
 
 
 def _materialize(spec: dict, crash_at: str | None = None) -> int:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    env.pop(ENV, None)
-    if crash_at:
-        env[ENV] = crash_at
+    """The partition materialized: here, or in a process killed at `crash_at`; its exit code."""
+    if crash_at is None:
+        return 0 if partition_run.run(spec) else 1
+    env = {**os.environ, "PYTHONPATH": str(REPO), ENV: crash_at}
     done = subprocess.run(
         [sys.executable, "-m", "tests.support.partition_run", json.dumps(spec)],
         cwd=REPO,
@@ -142,12 +166,7 @@ def _no_leftovers(spec: dict, runs: pd.DataFrame) -> None:
     ["agent_run_done", "warehouse_write:agent_runs", "artifact_write:run.json"],
 )
 def test_a_killed_re_materialization_leaves_the_partition_consistent(partition, crash_at):
-    spec, newsroom, now = partition
-    assert _materialize(spec) == 0
-    before = _consistent(spec)
-    assert len(before) >= 2
-    _no_leftovers(spec, before)
-
+    spec, newsroom, before, now = partition
     newsroom.clock = FixedClock(now)  # the feeds have moved on: other articles, other tasks
     assert _materialize(spec, crash_at) == -signal.SIGKILL, f"not killed at {crash_at}"
     killed = _consistent(spec)
@@ -164,9 +183,7 @@ def test_a_killed_re_materialization_leaves_the_partition_consistent(partition, 
 def test_a_killed_re_run_of_agent_runs_keeps_the_rows_and_artifacts_it_would_replace(partition):
     """Re-executing the runs alone (the UI's "re-execute from failure"), killed inside the
     warehouse's transaction: the rows it would have replaced stay, with their own artifacts."""
-    spec, newsroom, now = partition
-    assert _materialize(spec) == 0
-    before = _consistent(spec)
+    spec, _, before, _ = partition
     again = {**spec, "selection": ["agent_runs", "run_scores"]}
     assert _materialize(again, "warehouse_write:agent_runs") == -signal.SIGKILL
     kept = _consistent(spec)  # every run.json still the committed run's (same start)
