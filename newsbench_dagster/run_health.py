@@ -15,11 +15,34 @@ daemon: the dead runs marked failed and their concurrency slots given back.
 
 from __future__ import annotations
 
+import json
+import socket
+
 from dagster import DagsterEventType, DagsterInstance, DagsterRunStatus, RunsFilter
 from dagster._core.launcher import CheckRunHealthResult, DefaultRunLauncher, WorkerStatus
 from dagster._core.storage.dagster_run import DagsterRun
+from dagster._core.storage.tags import GRPC_INFO_TAG
 
 from newsbench_dagster.core.processes import process_alive
+
+# The machine a run executed in process by the CLI ran on (`cli.fanout`).
+HOST_TAG = "newsbench/host"
+_LOOPBACK = {"localhost", "127.0.0.1", "::1"}
+
+
+def on_this_machine(run: DagsterRun) -> bool:
+    """Whether the run's worker is on this machine as far as its tags tell: the CLI's runs say
+    where they ran, the launcher's name the code server that started them; a run with neither
+    was executed in process by whoever created it here."""
+    if HOST_TAG in run.tags:
+        return run.tags[HOST_TAG] == socket.gethostname()
+    if GRPC_INFO_TAG in run.tags:
+        try:
+            host = json.loads(run.tags[GRPC_INFO_TAG]).get("host")
+        except (ValueError, AttributeError):
+            return False
+        return host in _LOOPBACK or host == socket.gethostname()
+    return True
 
 
 def worker_of(instance: DagsterInstance, run_id: str) -> tuple[int, float] | None:
@@ -35,7 +58,9 @@ def worker_of(instance: DagsterInstance, run_id: str) -> tuple[int, float] | Non
 
 def dead_worker(instance: DagsterInstance, run: DagsterRun) -> str | None:
     """Why the worker of started run `run` is dead, or None while it is alive (or has not yet
-    said which process it is)."""
+    said which process it is, or is on another machine)."""
+    if not on_this_machine(run):
+        return None
     worker = worker_of(instance, run.run_id)
     if worker is None:
         return None

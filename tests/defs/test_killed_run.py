@@ -16,7 +16,7 @@ import pytest
 from dagster import DagsterInstance, DagsterRunStatus
 
 from newsbench_dagster.paths import DAGSTER_HOME, PROJECT_ROOT
-from newsbench_dagster.run_health import fail_dead_runs, worker_of
+from newsbench_dagster.run_health import HOST_TAG, fail_dead_runs, worker_of
 
 pytestmark = pytest.mark.heavy(40)
 
@@ -49,7 +49,7 @@ import sys
 sys.path.insert(0, {folder!r})
 from dagster import DagsterInstance
 from jobs import blocker
-blocker.execute_in_process(instance=DagsterInstance.get())
+blocker.execute_in_process(instance=DagsterInstance.get(), tags={tags!r})
 """
 
 
@@ -84,10 +84,10 @@ def _wait(what: str, predicate, timeout: float, logs=None):
     pytest.fail(f"timed out waiting for {what}" + (f"\n{logs()}" if logs else ""))
 
 
-def _run_in_process(tmp_path) -> subprocess.Popen:
+def _run_in_process(tmp_path, tags: dict | None = None) -> subprocess.Popen:
     """`blocker` executed in a process of its own, as `newsbench backfill` executes a run."""
     return subprocess.Popen(
-        [sys.executable, "-c", IN_PROCESS.format(folder=str(tmp_path))],
+        [sys.executable, "-c", IN_PROCESS.format(folder=str(tmp_path), tags=tags or {})],
         env=_env(tmp_path),
         stdout=subprocess.DEVNULL,
         stderr=open(tmp_path / "in_process.log", "wb"),  # noqa: SIM115
@@ -216,3 +216,11 @@ def test_the_cli_marks_killed_runs_failed_and_frees_their_browser_slots(home):
         assert _status(instance, run_id) == DagsterRunStatus.FAILURE
         assert instance.event_log_storage.get_concurrency_info("browser").active_slot_count == 0
         assert fail_dead_runs(instance) == []
+
+        # A run another machine executed (a shared instance): its pid means nothing here.
+        worker = _run_in_process(tmp_path, {HOST_TAG: "another-machine"})
+        elsewhere = _wait("the other run", lambda: _started_with_pid(instance, "blocker"), 60)
+        worker.kill()
+        worker.wait()
+        assert fail_dead_runs(instance) == []
+        assert _status(instance, elsewhere[0]) == DagsterRunStatus.STARTED
