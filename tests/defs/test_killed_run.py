@@ -84,14 +84,30 @@ def _wait(what: str, predicate, timeout: float, logs=None):
     pytest.fail(f"timed out waiting for {what}" + (f"\n{logs()}" if logs else ""))
 
 
+_STARTED: list[subprocess.Popen] = []
+
+
+@pytest.fixture(autouse=True)
+def _no_worker_left():
+    """A test that fails before it kills its worker leaves none running."""
+    yield
+    while _STARTED:
+        worker = _STARTED.pop()
+        if worker.poll() is None:
+            worker.kill()
+            worker.wait()
+
+
 def _run_in_process(tmp_path, tags: dict | None = None) -> subprocess.Popen:
     """`blocker` executed in a process of its own, as `newsbench backfill` executes a run."""
-    return subprocess.Popen(
+    worker = subprocess.Popen(
         [sys.executable, "-c", IN_PROCESS.format(folder=str(tmp_path), tags=tags or {})],
         env=_env(tmp_path),
         stdout=subprocess.DEVNULL,
         stderr=open(tmp_path / "in_process.log", "wb"),  # noqa: SIM115
     )
+    _STARTED.append(worker)
+    return worker
 
 
 def _started_with_pid(instance: DagsterInstance, job: str):
