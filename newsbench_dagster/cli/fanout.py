@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import socket
 import threading
 import warnings
 from collections.abc import Callable, Iterable, Iterator
@@ -68,6 +69,7 @@ def execute(partition: Partition, config: dict, log_path: Path) -> tuple[bool, s
     from dagster import MultiPartitionKey
 
     from newsbench_dagster.definitions import defs
+    from newsbench_dagster.run_health import HOST_TAG
 
     runs_in = _instances.get(os.environ.get("DAGSTER_HOME", ""))
     if runs_in is None:
@@ -76,7 +78,11 @@ def execute(partition: Partition, config: dict, log_path: Path) -> tuple[bool, s
     key = MultiPartitionKey(key) if isinstance(key, dict) else key
     with StepLog(log_path).step(partition.what) as done:
         result = defs.resolve_job_def(partition.job).execute_in_process(
-            partition_key=key, instance=runs_in, run_config=config, raise_on_error=False
+            partition_key=key,
+            instance=runs_in,
+            run_config=config,
+            raise_on_error=False,
+            tags={HOST_TAG: socket.gethostname()},  # where a dead run's pid means something
         )
         done(result.success, result.run_id)
     return result.success, result.run_id

@@ -49,11 +49,17 @@ def materialize(
     them), `workers` at a time (`cli.fanout`), then each day's KPI rollup once its sites are
     done; `resources` overrides resource config. Returns whether every run succeeded."""
     from newsbench_dagster.cli import fanout
+    from newsbench_dagster.run_health import fail_dead_runs
 
     ok = True
     config = fanout.run_config(port, resources)
     log = StepLog(log_path)
     err.print(f"progress is logged to {log.path}")
+    # Runs of an earlier command that was killed still say STARTED and hold browser slots.
+    dead = fail_dead_runs(fanout.instance())
+    if dead:
+        err.print(f"marked {len(dead)} killed run(s) failed: {', '.join(dead)}", highlight=False)
+        log.line(f"marked failed, their process gone: {', '.join(dead)}")
     with progress() as bar, fanout.workers(workers) as pool:
         steps = bar.add_task("evaluating", total=len(days) * (len(sites) + int(with_kpis)))
 

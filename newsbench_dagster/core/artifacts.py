@@ -14,6 +14,8 @@ from typing import Protocol
 from urllib.parse import urlsplit
 from urllib.request import url2pathname
 
+from newsbench_dagster.core.crash_points import ARTIFACT_WRITE, crash_point
+
 
 class ArtifactStore(Protocol):
     def uri(self, key: str) -> str: ...
@@ -51,6 +53,7 @@ class LocalArtifactStore:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
         with os.fdopen(fd, "wb") as f:
             f.write(data)
+        crash_point(ARTIFACT_WRITE, path.name)  # tests only (`core.crash_points`)
         os.replace(tmp, path)
         return path.as_uri()
 

@@ -7,7 +7,8 @@ from collections.abc import Sequence
 
 import pandas as pd
 from dagster import InputContext, OutputContext
-from dagster._core.storage.db_io_manager import DbTypeHandler, TableSlice
+from dagster._core.storage.db_io_manager import DbIOManager, DbTypeHandler, TableSlice
+from dagster_gcp.bigquery.io_manager import BigQueryClient
 from dagster_gcp_pandas import BigQueryPandasIOManager, BigQueryPandasTypeHandler
 
 from newsbench_dagster.core.analytics import tables
@@ -17,7 +18,7 @@ from newsbench_dagster.core.analytics.analyst_sql import (
     bigquery_evolve,
     partition_column,
 )
-from newsbench_dagster.resources.warehouse import DATASET
+from newsbench_dagster.resources.warehouse import DATASET, SwappingDbIOManager
 
 
 def load_job_config(table: str, columns: Sequence[str]):
@@ -157,6 +158,20 @@ class BigQueryWarehouse(BigQueryPandasIOManager):
     @staticmethod
     def default_load_type() -> type | None:
         return pd.DataFrame
+
+    def create_io_manager(self, context) -> DbIOManager:
+        # As BigQueryPandasIOManager's, plus the swap of the partition's artifact folders after
+        # the write (`warehouse.SwappingDbIOManager`), so object storage keeps one attempt each.
+        return SwappingDbIOManager(
+            db_client=BigQueryClient(
+                write_mode=self.write_mode, gcp_credentials=self.gcp_credentials
+            ),
+            io_manager_name="BigQueryIOManager",
+            database=self.project,
+            schema=self.dataset,
+            type_handlers=self.type_handlers(),
+            default_load_type=self.default_load_type(),
+        )
 
 
 def bigquery_warehouse(

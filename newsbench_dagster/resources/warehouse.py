@@ -16,15 +16,25 @@ from pathlib import Path
 
 import pandas as pd
 from dagster import InputContext, OutputContext
-from dagster._core.storage.db_io_manager import DbIOManager, DbTypeHandler, TableSlice
+from dagster._core.storage.db_io_manager import (
+    DbIOManager,
+    DbTypeHandler,
+    TablePartitionDimension,
+    TableSlice,
+)
 from dagster_duckdb.io_manager import DuckDbClient
 from dagster_duckdb_pandas import DuckDBPandasIOManager, DuckDBPandasTypeHandler
 from pydantic import Field
 
 from newsbench_dagster.core.analytics import tables
+from newsbench_dagster.core.analytics.kpis import ALL
 from newsbench_dagster.core.analytics.warehouse import SCHEMA
 from newsbench_dagster.core.analytics.warehouse_lock import warehouse_turn
+from newsbench_dagster.core.artifacts import artifact_store
+from newsbench_dagster.core.crash_points import WAREHOUSE_WRITE, crash_point
+from newsbench_dagster.core.partition_artifacts import ARTIFACT_ATTEMPT, sweep
 from newsbench_dagster.paths import WAREHOUSE_FILE
+from newsbench_dagster.run_health import attempt_running
 
 
 class DeclaredSchemaTypeHandler(DuckDBPandasTypeHandler):
@@ -41,6 +51,7 @@ class DeclaredSchemaTypeHandler(DuckDBPandasTypeHandler):
                 connection.execute(statement)
             if not obj.empty:
                 connection.execute(f"INSERT INTO {name} BY NAME SELECT * FROM obj")
+            crash_point(WAREHOUSE_WRITE, table_slice.table)  # tests only: mid-transaction
             context.add_output_metadata(
                 {
                     "dagster/partition_row_count"
@@ -63,7 +74,8 @@ class DeclaredSchemaTypeHandler(DuckDBPandasTypeHandler):
 class TakingTurnsDuckDbClient(DuckDbClient):
     """DuckDB connections that wait for the warehouse's lock (`core.analytics.warehouse_lock`)
     so parallel runs share the one file, and replace a partition in one transaction: a run
-    killed mid-write leaves the partition's previous rows, never half of them."""
+    killed mid-write leaves the partition's previous rows, never half of them. The same
+    transaction deletes the partition's rows downstream (`invalidate_downstream`)."""
 
     @staticmethod
     def delete_table_slice(context: OutputContext, table_slice: TableSlice, connection) -> None:
@@ -74,6 +86,7 @@ class TakingTurnsDuckDbClient(DuckDbClient):
         ).fetchone()
         if exists:
             DuckDbClient.delete_table_slice(context, table_slice, connection)
+        invalidate_downstream(table_slice, connection)
 
     @staticmethod
     @contextmanager
@@ -89,6 +102,62 @@ class TakingTurnsDuckDbClient(DuckDbClient):
                 con.rollback()
                 raise
             con.commit()
+
+
+def _has_table(connection, schema: str, table: str) -> bool:
+    return bool(
+        connection.execute(
+            "SELECT 1 FROM information_schema.tables WHERE table_schema = ? AND table_name = ?",
+            [schema, table],
+        ).fetchone()
+    )
+
+
+def invalidate_downstream(table_slice: TableSlice, connection) -> None:
+    """The same site-day partition of every table below this one (`tables.DOWNSTREAM`), and
+    the day's KPI rows of the site and of all sites, deleted in the caller's transaction."""
+    downstream = tables.DOWNSTREAM.get(table_slice.table, ())
+    dims = {d.partition_expr: d for d in table_slice.partition_dimensions or ()}
+    if not downstream or set(dims) != {"site", "day"}:
+        return
+    for table in downstream:
+        if _has_table(connection, table_slice.schema, table):
+            DuckDbClient.delete_table_slice(None, table_slice._replace(table=table), connection)
+    if _has_table(connection, table_slice.schema, tables.DAY_ROLLUP):
+        sites = TablePartitionDimension("site", [*dims["site"].partitions, ALL])
+        rollup = table_slice._replace(
+            table=tables.DAY_ROLLUP, partition_dimensions=[sites, dims["day"]]
+        )
+        DuckDbClient.delete_table_slice(None, rollup, connection)
+
+
+class SwappingDbIOManager(DbIOManager):
+    """Replaces a partition's rows in one transaction, then removes the partition's artifact
+    folders of other attempts (`core.partition_artifacts`) when the asset wrote its artifacts
+    by attempt: it says so in its output metadata (`ARTIFACT_ATTEMPT`)."""
+
+    def handle_output(self, context: OutputContext, obj: object) -> None:
+        super().handle_output(context, obj)  # committed
+        attempt = context.output_metadata.get(ARTIFACT_ATTEMPT)
+        if attempt is None:
+            return
+        spec = attempt.data if hasattr(attempt, "data") else attempt
+        try:
+            instance = context.step_context.instance
+            removed = sweep(
+                artifact_store(spec["store"]),
+                spec["folder"],
+                keep=spec["attempt"],
+                running=lambda run_id: attempt_running(instance, run_id),
+            )
+        except Exception as e:  # noqa: BLE001 - the rows are committed: left for the next write
+            context.log.warning(f"could not remove earlier attempts' artifacts: {e}")
+            return
+        if removed:
+            context.log.info(
+                f"removed the artifacts of {len(removed)} earlier attempt(s) at this partition "
+                f"({spec['folder']}): {', '.join(removed)}"
+            )
 
 
 class DuckDBWarehouse(DuckDBPandasIOManager):
@@ -110,7 +179,7 @@ class DuckDBWarehouse(DuckDBPandasIOManager):
 
     def create_io_manager(self, context) -> DbIOManager:
         Path(self.database).parent.mkdir(parents=True, exist_ok=True)  # at run time, not import
-        return DbIOManager(
+        return SwappingDbIOManager(
             db_client=TakingTurnsDuckDbClient(),
             database=self.database,
             schema=self.schema_,

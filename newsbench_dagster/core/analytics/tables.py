@@ -257,6 +257,19 @@ TABLES: dict[str, dict[str, str]] = {
 TABLES["candidate_runs"] = {**TABLES["agent_runs"], **TABLES["candidate_runs"]}
 TABLES["candidate_scores"] = {**TABLES["run_scores"], **TABLES["candidate_scores"]}
 
+# A site-day partition's rows refer to the partition's rows upstream (a task to the items it
+# was made of, a run to its task, a score to its run). Rewriting a partition of a table deletes
+# the same partition of every table below it, in the same transaction: no row is left pointing
+# at rows that are gone, and a re-materialization killed half-way leaves the partition's
+# downstream empty (not yet evaluated), never a mix of two versions. `kpi_daily` rolls the day
+# up over every site: the day's rows of the site and of all sites (`*`) go too.
+DOWNSTREAM: dict[str, tuple[str, ...]] = {
+    "feed_items": ("news_tasks", "agent_runs", "run_scores"),
+    "news_tasks": ("agent_runs", "run_scores"),
+    "agent_runs": ("run_scores",),
+}
+DAY_ROLLUP = "kpi_daily"
+
 
 def _json(value: Any) -> str | None:
     if value is None:

@@ -27,8 +27,9 @@ from newsbench_dagster.core.secrets import Redactor, redacting
 A11Y_MAX_CHARS = 256_000
 
 
-def artifact_key(task: dict, row: dict, name: str) -> str:
-    return f"runs/{task['site']}/{row['day']}/{row['run_id']}/{name}"
+def artifact_key(task: dict, row: dict, name: str, folder: str = "") -> str:
+    within = f"{folder}/" if folder else ""  # the batch's folder (RunSettings.artifact_folder)
+    return f"runs/{task['site']}/{row['day']}/{within}{row['run_id']}/{name}"
 
 
 class RunCapture:
@@ -51,8 +52,11 @@ class RunCapture:
         self.redactor = redactor
         self.store = redacting(self.store, redactor)
 
+    def _key(self, task: dict, row: dict, name: str) -> str:
+        return artifact_key(task, row, name, self.settings.artifact_folder)
+
     def _put(self, task: dict, row: dict, name: str, data: bytes) -> str:
-        return self.store.put(artifact_key(task, row, name), data)
+        return self.store.put(self._key(task, row, name), data)
 
     async def artifacts(
         self,
@@ -85,10 +89,10 @@ class RunCapture:
             ]
         if keep("har"):
             entries = sorted(state.har.values(), key=lambda h: h["start_ms"])
-            art["har"] = self.store.put_json(artifact_key(task, row, "har.json"), entries)
+            art["har"] = self.store.put_json(self._key(task, row, "har.json"), entries)
         if keep("console"):  # an empty list says "none", where no file would say nothing
             art["console"] = self.store.put_json(
-                artifact_key(task, row, "console.json"), state.console_errors
+                self._key(task, row, "console.json"), state.console_errors
             )
         if keep("trace"):
             await self._trace(context, row, task, failed)
@@ -151,7 +155,7 @@ class RunCapture:
             # With the task it ran (oracle included: run.json is the harness's, never shown to
             # an agent), so a failing run can become a regression task exactly; and with
             # every artifact of the run, itself included, as the warehouse row lists them.
-            key = artifact_key(task, row, "run.json")
+            key = self._key(task, row, "run.json")
             row["artifacts"]["run"] = self.store.uri(key)
             self.store.put_json(key, {**row, "task": task})
         return row

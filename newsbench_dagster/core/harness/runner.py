@@ -34,6 +34,7 @@ from newsbench_dagster.core.agents.protocol import (
 )
 from newsbench_dagster.core.agents.tools import BrowserTools, BudgetExceeded
 from newsbench_dagster.core.artifacts import ArtifactStore
+from newsbench_dagster.core.crash_points import AGENT_RUN_DONE, crash_point
 from newsbench_dagster.core.errors import InvalidTask, ModelEndpointError, ModelOutputFailure
 from newsbench_dagster.core.harness.browser import BrowserOptions, BrowserPool
 from newsbench_dagster.core.harness.capture import RunCapture
@@ -139,6 +140,7 @@ class Runner:
                     row = await tail()
                 if progress:
                     progress(row)
+                crash_point(AGENT_RUN_DONE)  # tests only (`core.crash_points`)
                 return row
 
             try:

@@ -51,6 +51,10 @@ class RunSettings:
     # Where a task's relative files are found (its `replay.recording`, rules and grading
     # files); None = the working directory. The edge passes the project root.
     base_dir: str | None = None
+    # The folder, under the partition's `runs/{site}/{day}/`, that this batch's run artifacts go
+    # in (`core.partition_artifacts`: a pipeline attempt writes beside the rows the warehouse
+    # holds, never over them); "" = straight under it (the CLI's one-off runs).
+    artifact_folder: str = ""
     # Record live runs: a `core.replay.recorder.WarcRecorder` every allowed request of every run
     # is written to (what the agent and the harness loaded, to replay later).
     record: Any = None

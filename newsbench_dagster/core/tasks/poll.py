@@ -67,18 +67,21 @@ def poll_site(
     store: ArtifactStore | None,
     day: date,
     validators: dict[str, dict] | None = None,
+    folder: str = "",
 ) -> list[PollRow]:
     """One poll of a site's feeds, sitemaps and homepage, one row per item (or per unreadable
     source). With `validators` (source URL -> etag / last_modified / raw_uri of the last
     poll, updated in place) requests are conditional: a source that has not changed answers
-    304, costs no body, and its items are read again from the bytes kept last time."""
+    304, costs no body, and its items are read again from the bytes kept last time. The bytes
+    read are kept under `feeds/{site}/{day}/{folder}/` (`core.partition_artifacts`), a 304's
+    too: the rows of this poll name only files of this poll."""
     sources = [(f.url, f.kind) for f in site.feeds] + [(site.home, "homepage")]
     rows: list[PollRow] = []
     queue = list(sources)
     children = 0
     while queue:
         url, kind = queue.pop(0)
-        name = f"feeds/{site.key}/{day}/{kind}-{len(rows)}.raw"
+        name = _raw_key(site, day, folder, f"{kind}-{len(rows)}.raw")
         res, content, raw_uri, problem = _read(url, name, fetcher, store, validators)
         fetched_at = datetime.now(UTC)
         parsed = (
@@ -134,7 +137,11 @@ def poll_site(
                     item.role,
                 )
             )
-    return rows + _live_blog_rows(site, fetcher, store, day, rows, validators)
+    return rows + _live_blog_rows(site, fetcher, store, day, rows, validators, folder)
+
+
+def _raw_key(site: Site, day: date, folder: str, name: str) -> str:
+    return f"feeds/{site.key}/{day}/{folder + '/' if folder else ''}{name}"
 
 
 def _read(
@@ -150,8 +157,8 @@ def _read(
     res = fetcher.fetch(url, known if known and known.get("raw_uri") else None)
     content, raw_uri = res.content, None
     if res.status == 304 and known:
-        try:
-            content, raw_uri = store.get(known["raw_uri"]), known["raw_uri"]
+        try:  # kept again under this poll's name below
+            content = store.get(known["raw_uri"])
         except (OSError, ValueError):
             res = fetcher.fetch(url)  # the kept copy is gone: read it whole
             content = res.content
@@ -182,6 +189,7 @@ def _live_blog_rows(
     day: date,
     rows: list[PollRow],
     validators: dict[str, dict] | None,
+    folder: str = "",
 ) -> list[PollRow]:
     """One row per live blog the homepage links to: its newest entry that is not pinned, read
     as the oracle reads it (`understand`), no item when it shows none, or why it could not be
@@ -189,7 +197,7 @@ def _live_blog_rows(
     links = [r.item_url for r in rows if r.kind == "homepage" and r.role == "live" and r.item_url]
     out: list[PollRow] = []
     for n, url in enumerate(list(dict.fromkeys(links))[:MAX_LIVE_BLOGS]):
-        name = f"feeds/{site.key}/{day}/liveblog-{n}.raw"
+        name = _raw_key(site, day, folder, f"liveblog-{n}.raw")
         res, content, raw_uri, problem = _read(url, name, fetcher, store, validators)
         fetched_at = datetime.now(UTC)
         latest = None

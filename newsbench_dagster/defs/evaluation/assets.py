@@ -7,6 +7,11 @@ from newsbench_dagster.core.agents.protocol import build_agent
 from newsbench_dagster.core.analytics.tables import frame, records
 from newsbench_dagster.core.harness.build import build_runner
 from newsbench_dagster.core.harness.runner import run_tasks
+from newsbench_dagster.core.partition_artifacts import (
+    ARTIFACT_ATTEMPT,
+    attempt_folder,
+    runs_folder,
+)
 from newsbench_dagster.core.report import charts
 from newsbench_dagster.core.report.markdown import classes_by_intent, runs_table
 from newsbench_dagster.core.scoring.score import per_agent, score_safely
@@ -34,10 +39,17 @@ def agent_runs(
 ) -> pd.DataFrame:
     """One row per (task, agent, trial): trajectory, answers, the harness's own observation of
     the page, request log, environment manifest and artifact URIs."""
-    _, day = partition_of(context)
+    site, day = partition_of(context)
     registry = sites.load()
     tasks = [r["task"] for r in records(news_tasks, "news_tasks")]
     manifests = agents.main_channel()
+    # This attempt's artifacts go beside the previous attempt's, which the rows the warehouse
+    # holds point at; the warehouse swaps them when it commits (`core.partition_artifacts`).
+    attempt = {
+        "store": artifacts.root,
+        "folder": runs_folder(site, day),
+        "attempt": context.run_id,
+    }
     runner = build_runner(
         [build_agent(m) for m in manifests],
         world=newsroom.world(registry.allowed_origins),
@@ -45,7 +57,8 @@ def agent_runs(
         registry=registry,
         # The nightly sweep runs the partition's full task set; recorded with every run.
         settings=browser.settings(
-            {"kind": "full", "n": len(tasks), "task_ids": sorted(t["id"] for t in tasks)}
+            {"kind": "full", "n": len(tasks), "task_ids": sorted(t["id"] for t in tasks)},
+            artifact_folder=attempt_folder(context.run_id),
         ),
         options=browser.options(),
         robots_origins={o for t in tasks for o in t["allowed_origins"]},
@@ -64,6 +77,7 @@ def agent_runs(
             "env_failures": int(df["env_failure"].notna().sum()),
             "runs_table": MetadataValue.md(runs_table(rows)),
             "artifacts_root": MetadataValue.path(artifacts.root),
+            ARTIFACT_ATTEMPT: MetadataValue.json(attempt),
         }
     )
     return df

@@ -4,6 +4,11 @@ import pandas as pd
 from dagster import AssetExecutionContext, MetadataValue
 
 from newsbench_dagster.core.analytics.tables import frame, records
+from newsbench_dagster.core.partition_artifacts import (
+    ARTIFACT_ATTEMPT,
+    attempt_folder,
+    feeds_folder,
+)
 from newsbench_dagster.core.tasks.contract import task_row
 from newsbench_dagster.core.tasks.poll import PollRow, poll_site
 from newsbench_dagster.core.tasks.produce import make_tasks
@@ -35,8 +40,11 @@ def feed_items(
     validators_key = f"feeds/{site_key}/validators.json"
     validators = store.read_json(validators_key) or {}
     routing = newsroom.world(registry.allowed_origins).routing
+    # The bytes read go beside those of the previous poll of the partition, which the rows the
+    # warehouse holds name; the warehouse swaps them when it commits (`core.partition_artifacts`).
+    folder = attempt_folder(context.run_id)
     with Fetcher(routing, registry.allowed_origins, min_interval=site.min_intervals()) as fetcher:
-        rows = poll_site(site, fetcher, store, day, validators)
+        rows = poll_site(site, fetcher, store, day, validators, folder)
     store.put_json(validators_key, validators)
     df = frame("feed_items", [{**r.__dict__, "day": day} for r in rows])
     errors = df[df["parse_error"].notna()].drop_duplicates("source_url")
@@ -49,6 +57,13 @@ def feed_items(
                 df.loc[df["fetch_status"] == "304", "source_url"].nunique()
             ),
             "feed_errors": len(errors),
+            ARTIFACT_ATTEMPT: MetadataValue.json(
+                {
+                    "store": artifacts.root,
+                    "folder": feeds_folder(site_key, day),
+                    "attempt": context.run_id,
+                }
+            ),
             "errors": MetadataValue.md(
                 "\n".join(
                     f"- `{r.source_url}` ({r.kind}): {r.parse_error}" for r in errors.itertuples()
