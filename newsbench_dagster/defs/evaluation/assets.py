@@ -37,7 +37,7 @@ def agent_runs(
     _, day = partition_of(context)
     registry = sites.load()
     tasks = [r["task"] for r in records(news_tasks, "news_tasks")]
-    manifests = agents.main_channel()
+    manifests = agents.main_channel(warn=context.log.warning)  # broken ones skipped, named
     runner = build_runner(
         [build_agent(m) for m in manifests],
         world=newsroom.world(registry.allowed_origins),
