@@ -15,6 +15,6 @@ COMMON = {
     "suppress_health_check": [HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
     "print_blob": True,
 }
-settings.register_profile("ci", max_examples=100, derandomize=True, **COMMON)
+settings.register_profile("ci", max_examples=400, derandomize=True, **COMMON)
 settings.register_profile("deep", max_examples=2000, derandomize=False, **COMMON)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
