@@ -194,15 +194,12 @@ class ManifestScan:
 
     def warnings(self) -> list[str]:
         """One line per broken manifest naming its file and error; loud for a main agent."""
-        return [
-            (
-                "BROKEN MAIN-CHANNEL agent manifest skipped, its runs are missing: "
-                if b.channel == "main"
-                else "broken agent manifest skipped: "
-            )
-            + b.error
-            for b in self.broken
-        ]
+        lead = {
+            "main": "BROKEN MAIN-CHANNEL agent manifest skipped, its runs are missing: ",
+            None: "broken agent manifest skipped (unreadable: it may be a main-channel agent): ",
+        }
+        other = "broken agent manifest skipped: "
+        return [lead.get(b.channel, other) + b.error for b in self.broken]
 
 
 _DECLARED = re.compile(r"^(channel|name):[ \t]*['\"]?([A-Za-z0-9_.@-]+)", re.MULTILINE)
