@@ -10,6 +10,7 @@ from datetime import date, datetime
 from pathlib import Path
 
 from newsbench_dagster.core.analytics import snapshot, tables
+from newsbench_dagster.core.analytics.warehouse_lock import WarehouseBusy
 from newsbench_dagster.core.errors import NewsbenchError
 
 SCHEMA = "newsbench"  # the DuckDB schema / BigQuery dataset of every table
@@ -28,7 +29,11 @@ def reading(database: str | Path) -> Iterator:
 
     if not Path(database).exists():
         raise WarehouseError(f"{database}: no warehouse yet")
-    with duckdb.connect(str(snapshot.current(database)), read_only=True) as con:
+    try:
+        path = snapshot.current(database)
+    except WarehouseBusy as e:  # no snapshot, and the file held too long to make one
+        raise WarehouseError(str(e)) from e
+    with duckdb.connect(str(path), read_only=True) as con:
         yield con
 
 
