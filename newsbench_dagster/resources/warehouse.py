@@ -82,7 +82,7 @@ class TakingTurnsDuckDbClient(DuckDbClient):
         wrote = isinstance(context, OutputContext)  # readers open the snapshot this publishes
         with (
             warehouse_turn(database) as waited,
-            snapshot.writing(database, wrote=wrote, say=context.log.warning),
+            snapshot.writing(database, wrote=wrote, say=lambda m: context.log.warning(m)),
             DuckDbClient.connect(context, table_slice) as con,
         ):
             if waited > 1.0:
