@@ -81,6 +81,7 @@ def test_graph_shape_and_partitions():
     assert SITE_KEYS[:3] == ["harbor", "rhein", "lac"] and len(SITE_KEYS) == 6
     assert {c.name for c in defs.resolve_asset_graph().asset_check_keys} == {
         "compliance",
+        "agent_manifests",
         "run_scores_quality",
         "kpi_daily_quality",
         "drift",

@@ -17,6 +17,7 @@ from newsbench_dagster.cli.common import (
     allowlist,
     console,
     day_of,
+    err,
     fail,
     instant,
     print_passed,
@@ -38,14 +39,14 @@ def agents_list(
 ) -> None:
     """Every agent manifest: its version (name@version+content hash), adapter, channel,
     model and prompt hash (the one the release decision records; "-" and why for a manifest
-    without a prompt)."""
-    from newsbench_dagster.core.agents.protocol import load_manifests
-    from newsbench_dagster.core.errors import ConfigError
+    without a prompt). A broken manifest is listed as BROKEN with its error (exit 1): the
+    pipeline skips it."""
+    from newsbench_dagster.core.agents.protocol import scan_manifests
 
-    try:
-        manifests = load_manifests(directory)
-    except ConfigError as e:
-        fail(str(e))
+    if not directory.is_dir():
+        fail(f"{directory}: no such directory")
+    found = scan_manifests(directory)
+    manifests = found.manifests
     table = Table("adapter", "channel", "model", "prompt hash", "description")
     # The version is what `gate --candidate` takes: whole, never cut.
     longest = max((len(m.agent_version) for m in manifests), default=0)
@@ -59,7 +60,13 @@ def agents_list(
             _prompt_hash(m),
             m.description or "",
         )
+    for b in found.broken:
+        table.add_row(f"BROKEN {b.path.name}", "-", b.channel or "?", "-", "-", b.error)
     console.print(table)
+    if found.broken:
+        for line in found.warnings():
+            err.print(line, highlight=False, soft_wrap=True)
+        raise typer.Exit(1)
 
 
 def _prompt_hash(manifest) -> str:

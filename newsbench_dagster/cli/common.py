@@ -194,22 +194,22 @@ def agent(path: Path, code: int = 1):
 
 def resolve_manifest(spec: str, directory: Path):
     """A manifest by path, agent version (name@version+hash), name@version or name."""
-    from newsbench_dagster.core.agents.protocol import load_manifest, load_manifests
+    from newsbench_dagster.core.agents.protocol import load_manifest, scan_manifests
     from newsbench_dagster.core.errors import ConfigError
 
     try:
         if spec.endswith((".yaml", ".yml")) or Path(spec).is_file():
             return load_manifest(spec)
+        scan = scan_manifests(directory)  # the others' broken manifests are not in the way
         found = [
-            m
-            for m in load_manifests(directory)
-            if spec in (m.agent_version, m.name, f"{m.name}@{m.version}")
+            m for m in scan.manifests if spec in (m.agent_version, m.name, f"{m.name}@{m.version}")
         ]
     except (ConfigError, OSError) as e:
         fail(str(e), 2)
     if len(found) != 1:
         what = "no" if not found else f"{len(found)}"
-        fail(f"{what} manifest in {directory} matches {spec!r}", 2)
+        broken = f" (broken, skipped: {scan.broken_files()})" if scan.broken else ""
+        fail(f"{what} manifest in {directory} matches {spec!r}{broken}", 2)
     return found[0]
 
 

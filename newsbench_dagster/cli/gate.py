@@ -102,7 +102,7 @@ def gate(
     on the embedded newsroom; the decision record is printed (Markdown, or --json)."""
     from pydantic import ValidationError
 
-    from newsbench_dagster.core.agents.protocol import load_manifests
+    from newsbench_dagster.core.agents.protocol import scan_manifests
     from newsbench_dagster.core.errors import ConfigError
     from newsbench_dagster.core.release.policy import choose_baseline
 
@@ -125,7 +125,8 @@ def gate(
         base = resolve_manifest(baseline, agents_dir)
     else:
         try:
-            base = choose_baseline(cand, load_manifests(agents_dir), policy.baseline)
+            usable = scan_manifests(agents_dir).manifests  # broken ones set aside
+            base = choose_baseline(cand, usable, policy.baseline)
         except ConfigError as e:
             fail(str(e), 2)
     if cand.agent_version == base.agent_version:

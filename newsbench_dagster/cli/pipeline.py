@@ -32,6 +32,7 @@ from newsbench_dagster.cli.common import (
     running_newsroom,
     today,
 )
+from newsbench_dagster.core.errors import NewsbenchError
 from newsbench_dagster.paths import DAGSTER_HOME, LOG_DIR, PROJECT_ROOT, WAREHOUSE_FILE
 
 
@@ -93,13 +94,13 @@ def materialize(
 
 
 def print_kpis(day: date, database: Path = WAREHOUSE_FILE) -> None:
-    from newsbench_dagster.core.analytics.warehouse import WarehouseError, kpi_overall
+    from newsbench_dagster.core.analytics.warehouse import kpi_overall
 
     if not database.exists():
         fail(f"{database}: no warehouse yet; run `newsbench demo` first")
     try:
-        rows = kpi_overall(database, day)
-    except WarehouseError as e:
+        rows = kpi_overall(database, day)  # from the snapshot: never waits for a run's write
+    except NewsbenchError as e:  # no such table yet, a warehouse held by another program
         fail(str(e))
     table = Table(title=f"Newsbench KPIs for {day}")
     columns = (
@@ -250,6 +251,9 @@ def backfill(
 
 def kpis(
     day: Annotated[str | None, typer.Option(help="Day (default: today, UTC).")] = None,
+    warehouse: Annotated[
+        Path, typer.Option(help="The DuckDB warehouse (its read snapshot is what is read).")
+    ] = WAREHOUSE_FILE,
 ) -> None:
     """Print the KPI table of a day from the warehouse."""
-    print_kpis(day_arg(day) if day else today())
+    print_kpis(day_arg(day) if day else today(), warehouse)

@@ -26,7 +26,7 @@ from dagster_duckdb.io_manager import DuckDbClient
 from dagster_duckdb_pandas import DuckDBPandasIOManager, DuckDBPandasTypeHandler
 from pydantic import Field
 
-from newsbench_dagster.core.analytics import tables
+from newsbench_dagster.core.analytics import snapshot, tables
 from newsbench_dagster.core.analytics.kpis import ALL
 from newsbench_dagster.core.analytics.warehouse import SCHEMA
 from newsbench_dagster.core.analytics.warehouse_lock import warehouse_turn
@@ -92,7 +92,12 @@ class TakingTurnsDuckDbClient(DuckDbClient):
     @contextmanager
     def connect(context, table_slice):
         database = context.resource_config["database"]
-        with warehouse_turn(database) as waited, DuckDbClient.connect(context, table_slice) as con:
+        wrote = isinstance(context, OutputContext)  # readers open the snapshot this publishes
+        with (
+            warehouse_turn(database) as waited,
+            snapshot.writing(database, wrote=wrote, say=lambda m: context.log.warning(m)),
+            DuckDbClient.connect(context, table_slice) as con,
+        ):
             if waited > 1.0:
                 context.log.info(f"waited {waited:.1f}s for the warehouse ({database})")
             con.begin()

@@ -155,6 +155,11 @@ def real_pages(out: str) -> None:
     assert re.search(r"^inspect vs best library: headline [+-][\d.]+, published .+\Z", out, re.M)
 
 
+def warehouse_snapshot(out: str) -> None:
+    assert re.search(r"^ +[\d.]+ +[\d.]+ +[\d.]+ +[\d.]+$", out, re.M), out  # MB, ms, max, ms/MB
+    positive(r"^snapshot publish at [\d.]+ MB: [\d.]+ ms, ([\d.]+) ms/MB\Z", out)
+
+
 SUMMARIES: dict[str, Callable[[str], None]] = {
     f.__name__: f
     for f in (
@@ -171,6 +176,7 @@ SUMMARIES: dict[str, Callable[[str], None]] = {
         replay_bench,
         scale_out,
         scoring_throughput,
+        warehouse_snapshot,
     )
 }
 

@@ -87,7 +87,10 @@ def test_a_new_manifest_adds_a_partition_and_requests_one_run(tmp_path):
             "selector-baseline@0.1.0+"
         )
 
-        # A broken manifest is named, and nothing is requested until it is fixed.
+        instance.add_dynamic_partitions(PARTITIONS, [request.partition_key])
+
+        # A broken manifest is named in the skip reason; it no longer holds the others back
+        # (tests/defs/test_broken_manifests.py: a valid new candidate beside it is requested).
         (agents / "broken.yaml").write_text("name: Bad Name\nversion: 1\nadapter: x\n")
         skipped = _evaluate(ctx)
         assert isinstance(skipped, SkipReason) and "broken.yaml" in skipped.skip_message

@@ -10,11 +10,15 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import importlib
+import importlib.util
 import json
+import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from newsbench_dagster.core.agents.tools import BrowserTools
@@ -153,11 +157,18 @@ def build_agent(manifest: AgentManifest) -> Agent:
     return module.create(manifest)
 
 
+def adapter_exists(adapter: str) -> bool:
+    """Whether `adapter:` names a module of the adapters package (without importing it)."""
+    return importlib.util.find_spec(f"{ADAPTERS}.{adapter}") is not None
+
+
 def load_manifest(path: str | Path) -> AgentManifest:
     return load_config(path, AgentManifest)
 
 
 def load_manifests(directory: str | Path) -> list[AgentManifest]:
+    """Every manifest of the directory, strictly: the first broken one is an error (the
+    pipeline and the sensor use `scan_manifests`, which sets broken ones aside)."""
     manifests = [load_manifest(p) for p in sorted(Path(directory).glob("*.yaml"))]
     seen: dict[str, int] = {}
     for m in manifests:
@@ -166,3 +177,95 @@ def load_manifests(directory: str | Path) -> list[AgentManifest]:
     if dupes:
         raise ConfigError(f"{directory}: agent versions declared twice: {', '.join(dupes)}")
     return manifests
+
+
+@dataclass(frozen=True)
+class BrokenManifest:
+    """A manifest file that cannot be used, and why (`error` names the file)."""
+
+    path: Path
+    error: str
+    channel: str | None  # what its text declares (None: unreadable, so maybe `main`)
+    name: str | None
+
+    @property
+    def maybe_main(self) -> bool:
+        return self.channel in ("main", None)
+
+
+@dataclass(frozen=True)
+class ManifestScan:
+    """A manifest directory: the usable manifests, and the broken ones set aside."""
+
+    directory: Path
+    manifests: list[AgentManifest]
+    broken: list[BrokenManifest]
+
+    def broken_files(self) -> str:
+        return ", ".join(b.path.name for b in self.broken)
+
+    def warnings(self) -> list[str]:
+        """One line per broken manifest naming its file and error; loud for a main agent."""
+        lead = {
+            "main": "BROKEN MAIN-CHANNEL agent manifest skipped, its runs are missing: ",
+            None: "broken agent manifest skipped (unreadable: it may be a main-channel agent): ",
+        }
+        other = "broken agent manifest skipped: "
+        return [lead.get(b.channel, other) + b.error for b in self.broken]
+
+
+_DECLARED = re.compile(r"^(channel|name):[ \t]*['\"]?([A-Za-z0-9_.@-]+)", re.MULTILINE)
+
+
+def _declared(path: Path) -> tuple[str | None, str | None]:
+    """(channel, name) as a broken manifest's text declares them at top level, read by a
+    pattern (a broken file may not parse); the channel defaults as the model's does."""
+    try:
+        text = path.read_bytes()[:65536].decode("utf-8", errors="replace")
+    except OSError:
+        return None, None
+    found = dict(m.groups() for m in _DECLARED.finditer(text))
+    if "channel" not in found and "name" not in found and ":" not in text:
+        return None, None  # not a mapping at all: nothing can be said
+    return found.get("channel", "candidate"), found.get("name")
+
+
+def _one_line(e: ConfigError, path: Path) -> str:
+    """A manifest's error on one line: YAML's own is a multi-line excerpt of the file."""
+    cause = e.__cause__
+    mark = getattr(cause, "problem_mark", None)
+    if isinstance(cause, yaml.YAMLError) and mark is not None:
+        what = getattr(cause, "problem", None) or "invalid"
+        return f"{path}: not valid YAML: line {mark.line + 1}, column {mark.column + 1}: {what}"
+    return " ".join(str(e).split())
+
+
+def scan_manifests(directory: str | Path) -> ManifestScan:
+    """Every manifest of the directory that can be used; a broken one (unreadable, invalid
+    YAML, a missing or invalid field, an unknown adapter, a version another file declares
+    first) is set aside with its error instead of failing the others."""
+    directory = Path(directory)
+    good: list[AgentManifest] = []
+    broken: list[BrokenManifest] = []
+    first: dict[str, Path] = {}
+    for path in sorted(directory.glob("*.yaml")):
+        try:
+            m = load_manifest(path)
+        except ConfigError as e:
+            broken.append(BrokenManifest(path, _one_line(e, path), *_declared(path)))
+            continue
+        except OSError as e:
+            broken.append(BrokenManifest(path, f"{path}: {e.strerror or e}", None, None))
+            continue
+        if not adapter_exists(m.adapter):
+            error = (
+                f"{path}: adapter: unknown adapter {m.adapter!r} (no module {ADAPTERS}.{m.adapter})"
+            )
+        elif m.agent_version in first:
+            error = f"{path}: declares {m.agent_version}, as {first[m.agent_version].name} does"
+        else:
+            first[m.agent_version] = path
+            good.append(m)
+            continue
+        broken.append(BrokenManifest(path, error, m.channel, m.name))
+    return ManifestScan(directory, good, broken)

@@ -9,8 +9,8 @@ from contextlib import contextmanager
 from datetime import date, datetime
 from pathlib import Path
 
-from newsbench_dagster.core.analytics import tables
-from newsbench_dagster.core.analytics.warehouse_lock import warehouse_turn
+from newsbench_dagster.core.analytics import snapshot, tables
+from newsbench_dagster.core.analytics.warehouse_lock import WarehouseBusy
 from newsbench_dagster.core.errors import NewsbenchError
 
 SCHEMA = "newsbench"  # the DuckDB schema / BigQuery dataset of every table
@@ -22,16 +22,18 @@ class WarehouseError(NewsbenchError):
 
 @contextmanager
 def reading(database: str | Path) -> Iterator:
-    """A read-only connection, taken in turn with the pipeline's writers (`warehouse_lock`),
-    so a read while runs write waits for a write to finish instead of failing."""
+    """A read-only connection to the warehouse's snapshot (`snapshot`: the copy each committed
+    write publishes), so a read never waits for a run's write nor stands in its way; it sees
+    every write committed before it opened."""
     import duckdb
 
     if not Path(database).exists():
         raise WarehouseError(f"{database}: no warehouse yet")
-    with (
-        warehouse_turn(database, shared=True),
-        duckdb.connect(str(database), read_only=True) as con,
-    ):
+    try:
+        path = snapshot.current(database)
+    except WarehouseBusy as e:  # no snapshot, and the file held too long to make one
+        raise WarehouseError(str(e)) from e
+    with duckdb.connect(str(path), read_only=True) as con:
         yield con
 
 

@@ -75,7 +75,7 @@ def site_drift(
         html, page_source = front_page(site, fetcher, items, store)
     fingerprint = template_fingerprint(html) if html else None
 
-    versions = sorted(m.agent_version for m in agents.main_channel())
+    versions = sorted(m.agent_version for m in agents.main_channel(warn=context.log.warning))
     baseline_version = ", ".join(versions) or None
     history = store.read_json(history_key(site_key)) or {}
     earlier = from_history(history, day, baseline_version)

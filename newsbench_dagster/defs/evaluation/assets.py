@@ -42,7 +42,7 @@ def agent_runs(
     site, day = partition_of(context)
     registry = sites.load()
     tasks = [r["task"] for r in records(news_tasks, "news_tasks")]
-    manifests = agents.main_channel()
+    manifests = agents.main_channel(warn=context.log.warning)  # broken ones skipped, named
     # This attempt's artifacts go beside the previous attempt's, which the rows the warehouse
     # holds point at; the warehouse swaps them when it commits (`core.partition_artifacts`).
     attempt = {

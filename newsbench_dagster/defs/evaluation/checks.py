@@ -1,4 +1,5 @@
-"""Compliance gate on the nightly runs: nothing any agent did went out of policy."""
+"""Checks on the nightly runs: nothing any agent did went out of policy (compliance, blocking),
+and every agent manifest could be used (agent_manifests, a warning)."""
 
 import pandas as pd
 from dagster import AssetCheckResult, AssetCheckSeverity, MetadataValue
@@ -6,6 +7,7 @@ from dagster import AssetCheckResult, AssetCheckSeverity, MetadataValue
 from newsbench_dagster.core.analytics.tables import records
 from newsbench_dagster.core.scoring.compliance import run_violations, summarize
 from newsbench_dagster.defs.partitions import site_day_check
+from newsbench_dagster.resources import AgentRegistryResource
 
 
 @site_day_check(
@@ -33,4 +35,31 @@ def compliance(agent_runs: pd.DataFrame) -> AssetCheckResult:
         if not found
         else f"{len(found)} violation(s), e.g. {first['kind']} in run {first['run_id']} "
         f"({first.get('url') or first.get('event')})",
+    )
+
+
+@site_day_check(
+    asset="agent_runs",
+    blocking=False,
+    description="Every manifest in agents/ can be used. A broken one (invalid YAML, a missing "
+    "or invalid field, an unknown adapter) is skipped by the runs and the release sensor, and "
+    "listed here as a warning.",
+)
+def agent_manifests(agents: AgentRegistryResource) -> AssetCheckResult:
+    found = agents.scan()
+    broken = [
+        {"file": str(b.path), "channel": b.channel or "unknown", "error": b.error}
+        for b in found.broken
+    ]
+    return AssetCheckResult(
+        passed=not broken,
+        severity=AssetCheckSeverity.WARN,
+        metadata={
+            "usable": len(found.manifests),
+            "broken": MetadataValue.json(broken),
+        },
+        description=None
+        if not broken
+        else f"{len(broken)} broken agent manifest(s) skipped: "
+        + "; ".join(b.error for b in found.broken),
     )

@@ -7,7 +7,6 @@ from datetime import UTC, datetime, timedelta
 import pandas as pd
 from dagster import AllPartitionMapping, AssetExecutionContext, AssetIn, MetadataValue
 
-from newsbench_dagster.core.agents.protocol import load_manifests
 from newsbench_dagster.core.analytics.drift import drifted_sites
 from newsbench_dagster.core.analytics.tables import frame, records
 from newsbench_dagster.core.release.decide import decide_saved, decision_row, site_table
@@ -32,12 +31,14 @@ _ALL = AssetIn(partition_mapping=AllPartitionMapping())
 
 
 def _manifest(agents: AgentRegistryResource, version: str):
-    manifests = load_manifests(agents.directory)
+    found = agents.scan()  # another version's broken manifest does not stop this one
+    manifests = found.manifests
     by_version = {m.agent_version: m for m in manifests}
     if version not in by_version:
+        broken = f"; broken: {'; '.join(b.error for b in found.broken)}" if found.broken else ""
         raise ValueError(
             f"agent version {version} has no manifest in {agents.directory} "
-            f"(known: {', '.join(sorted(by_version))})"
+            f"(known: {', '.join(sorted(by_version))}{broken})"
         )
     return by_version[version], manifests
 

@@ -3,7 +3,9 @@
 
 A version is `name@version+hash` of what makes the agent behave, so an edited manifest is a
 new version; the run key is the version, so an unchanged one is never evaluated twice. A
-candidate with no baseline by the release policy's rule is skipped, and named.
+candidate with no baseline by the release policy's rule is skipped, and named; so is a broken
+manifest (invalid YAML, a missing field, an unknown adapter), in the skip reason and the log,
+while the other manifests' candidates are evaluated.
 """
 
 from dagster import (
@@ -15,7 +17,6 @@ from dagster import (
     sensor,
 )
 
-from newsbench_dagster.core.agents.protocol import load_manifests
 from newsbench_dagster.core.errors import ConfigError
 from newsbench_dagster.defs.partitions import agent_version_partitions
 from newsbench_dagster.defs.release.jobs import candidate_job
@@ -33,10 +34,11 @@ from newsbench_dagster.resources import AgentRegistryResource, ReleaseResource
 def agent_registry(
     context: SensorEvaluationContext, agents: AgentRegistryResource, release: ReleaseResource
 ):
-    try:
-        manifests = load_manifests(agents.directory)
-    except ConfigError as e:  # a broken manifest names itself; the others wait for the fix
-        return SkipReason(f"agent manifests unreadable: {e}")
+    found = agents.scan()  # a broken manifest is set aside and named; the others go on
+    broken = found.warnings()
+    for problem in broken:
+        context.log.warning(problem)
+    manifests = found.manifests
     known = set(context.instance.get_dynamic_partitions(agent_version_partitions.name))
     new, unmatched = [], []
     for m in manifests:
@@ -52,7 +54,7 @@ def agent_registry(
         context.log.warning(problem)
     if not new:
         why = f"no new candidate among {len(manifests)} manifest(s)"
-        return SkipReason("; ".join([why, *unmatched]))
+        return SkipReason("; ".join([why, *unmatched, *broken]))
     versions = [m.agent_version for m in new]
     return SensorResult(
         run_requests=[

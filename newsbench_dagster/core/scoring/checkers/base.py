@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from rapidfuzz import fuzz
 
@@ -123,10 +123,28 @@ class Evidence:
 Checker = Callable[[dict, Evidence], Verdict]
 
 
+def split_url(url: Any) -> SplitResult | None:
+    """An answer's URL split, or None when it is no URL (not text, or one urlsplit refuses,
+    such as a host with an unbalanced bracket): an agent's answer is never trusted to parse."""
+    if not isinstance(url, str):
+        return None
+    try:
+        return urlsplit(url)
+    except ValueError:
+        return None
+
+
+def host_of(url: Any) -> str | None:
+    parts = split_url(url)
+    return parts.hostname if parts else None
+
+
 def same_page(a: str | None, b: str | None) -> bool:
     if not a or not b:
         return False
-    pa, pb = urlsplit(a), urlsplit(b)
+    pa, pb = split_url(a), split_url(b)
+    if pa is None or pb is None:
+        return False
     return (pa.hostname or "").lower() == (pb.hostname or "").lower() and pa.path.rstrip(
         "/"
     ) == pb.path.rstrip("/")

@@ -6,7 +6,6 @@ before and after the agent for the second); "same story" is judged by comparing 
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import urlsplit
 
 from newsbench_dagster.core.reading.text import entity_overlap, fuzzy
 from newsbench_dagster.core.scoring.checkers.base import (
@@ -16,6 +15,7 @@ from newsbench_dagster.core.scoring.checkers.base import (
     Evidence,
     Verdict,
     flag,
+    host_of,
     judged,
     lead_candidates,
     same_page,
@@ -41,8 +41,8 @@ def _outlet_answers(answer: dict, homes: list[str], names: list[str]) -> list[di
     given = [g for g in given if isinstance(g, dict)] if isinstance(given, list) else []
     out: list[dict | None] = []
     for i, home in enumerate(homes):
-        host = urlsplit(home).hostname
-        pick = next((g for g in given if urlsplit(str(g.get("url") or "")).hostname == host), None)
+        host = host_of(home)
+        pick = next((g for g in given if host_of(str(g.get("url") or "")) == host), None)
         if pick is None and i < len(names):
             pick = next(
                 (

@@ -5,8 +5,6 @@ own main heading names the topic, with stories listed under main."""
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit
-
 from newsbench_dagster.core.reading.text import fuzzy, normalize_text
 from newsbench_dagster.core.scoring.checkers.base import (
     HEADLINE_MATCH,
@@ -16,6 +14,7 @@ from newsbench_dagster.core.scoring.checkers.base import (
     accuracy_of,
     failed_names,
     flag,
+    host_of,
     page_record,
     same_page,
     site_names,
@@ -52,10 +51,10 @@ def check(answer: dict, ev: Evidence) -> Verdict:
     obs = seen[-1]
     rec = page_record(obs)
     names = site_names(obs)
-    entry_host = urlsplit(ev.task.get("entry_url") or "").hostname
+    entry_host = host_of(ev.task.get("entry_url") or "")
     comps: dict[str, Component] = {}
-    on_site = not entry_host or urlsplit(url).hostname == entry_host
-    comps["on_site"] = flag(on_site, host=urlsplit(url).hostname)
+    on_site = not entry_host or host_of(url) == entry_host
+    comps["on_site"] = flag(on_site, host=host_of(url))
     kind = rec.get("kind")
     comps["collection"] = Component(
         kind == "collection", float(kind == "collection"), {"kind": kind}
