@@ -61,9 +61,13 @@ def load_yaml(text: str, where: str | Path) -> Any:
     """One YAML document with the safe loader's types, within the limits above."""
     if len(text) > MAX_FILE_BYTES:
         raise InputFileError(where, f"{len(text)} characters, over the {MAX_FILE_BYTES} limit")
-    loader = BoundedLoader(text)
+    loader = None
     try:
+        loader = BoundedLoader(text)  # the reader refuses control characters here already
         return loader.get_single_data()
+    except yaml.reader.ReaderError as e:
+        line = text.count("\n", 0, e.position) + 1
+        raise InputFileError(where, f"not valid YAML: {str(e).splitlines()[0]}", line) from e
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         problem = e.problem or e.context or str(e).splitlines()[0]
@@ -76,7 +80,8 @@ def load_yaml(text: str, where: str | Path) -> Any:
     except yaml.YAMLError as e:
         raise InputFileError(where, f"not valid YAML: {str(e).splitlines()[0]}") from e
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
 
 
 def compose_yaml(text: str) -> yaml.Node | None:

@@ -167,7 +167,10 @@ class Matcher:
     def match(self, method: str, url: str, body: bytes = b"") -> Decision:
         # Recordings keep credentials and personal data redacted (URLs and bodies): a live
         # request is compared as it would have been recorded.
-        decision = self._decide(method, clean_url(url)[0], clean_body(body)[0])
+        try:
+            decision = self._decide(method, clean_url(url)[0], clean_body(body)[0])
+        except ValueError as e:  # urlsplit: a host with an unbalanced bracket ('Invalid IPv6 URL')
+            decision = Decision("miss", f"not a URL that can be matched: {e}")
         self.log.append({"method": method, "url": url, "tag": decision.tag, "rule": decision.rule})
         return decision
 

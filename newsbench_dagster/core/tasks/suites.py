@@ -22,6 +22,7 @@ and the other tasks still load.
 
 from __future__ import annotations
 
+import ast
 import copy
 import re
 import string
@@ -279,7 +280,7 @@ def _check_task(
         if m := _REQUIRED_RE.match(message):  # name the missing field in the path
             path, message = f"{path}.{m[1]}", "required field is missing"
         if m := _EXTRA_RE.match(message):  # one problem per unknown nested field
-            for name in re.findall(r"'([^']+)'", m[1]):
+            for name in _extra_names(m[1]):
                 if f"{path}.{name}" not in reported:
                     bad(f"{path}.{name}", "unknown field")
             continue
@@ -289,6 +290,16 @@ def _check_task(
         return None, problems
     loaded = SuiteTask(suite, shown, task, list(tags), reason, gating)
     return loaded, []
+
+
+def _extra_names(listed: str) -> list[str]:
+    """The field names jsonschema lists as unexpected: Python reprs joined by ", " ('a',
+    "it's", ''), read back as literals; the listing itself when it cannot be read."""
+    try:
+        names = ast.literal_eval(f"({listed},)")
+    except (ValueError, SyntaxError):
+        return [listed]
+    return [str(n) for n in names] if isinstance(names, tuple) else [listed]
 
 
 def load_suites(
