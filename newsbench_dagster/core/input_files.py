@@ -108,6 +108,22 @@ def load_json(text: str, where: str | Path) -> Any:
     return data
 
 
+def loads(text: str | bytes, what: str = "JSON") -> Any:
+    """`json.loads` for text from outside (agent answers, tool-call arguments, a model
+    endpoint's replies): nested past MAX_DEPTH, or over MAX_FILE_BYTES, is a ValueError like
+    any other bad JSON, never a RecursionError (a million "[" overflow the decoder)."""
+    if len(text) > MAX_FILE_BYTES:
+        raise ValueError(f"{what} is {len(text)} long, over the {MAX_FILE_BYTES} limit")
+    try:
+        data = json.loads(text)
+    except RecursionError:
+        data = None
+    else:
+        if _depth(data) <= MAX_DEPTH:
+            return data
+    raise ValueError(f"{what} nested deeper than {MAX_DEPTH} levels")
+
+
 def _depth(data: Any) -> int:
     """How deep lists and objects nest (without recursion: the input may be hostile)."""
     deepest, stack = 0, [(data, 1)]

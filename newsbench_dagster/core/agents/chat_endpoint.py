@@ -32,6 +32,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
+from newsbench_dagster.core import input_files
 from newsbench_dagster.core.agents.local_model import LOCAL_KEY, LocalModel, LocalModelServer
 from newsbench_dagster.core.agents.protocol import AgentManifest
 from newsbench_dagster.core.errors import ConfigError, ModelEndpointError, ModelOutputFailure
@@ -322,7 +323,7 @@ def refusal(status: int, text: str, where: str, key_env: str) -> Exception | Non
 
 def _body(response: httpx.Response, where: str) -> dict:
     try:
-        body = response.json()
+        body = input_files.loads(response.content, "the reply")
     except ValueError:
         raise ModelEndpointError(
             f"model endpoint {where} answered HTTP {response.status_code} with non-JSON",

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from newsbench_dagster.core.agents.adapters.command import (
+    CommandAgentError,
     last_json_line,
     parse_answers,
     substitute,
@@ -23,6 +24,7 @@ from newsbench_dagster.core.artifacts import LocalArtifactStore
 from newsbench_dagster.core.errors import ConfigError
 from newsbench_dagster.core.harness.runner import Runner, run_tasks
 from newsbench_dagster.core.harness.settings import RunSettings
+from newsbench_dagster.core.scoring.failures import kind_of
 from newsbench_dagster.core.scoring.score import score_run
 from newsbench_dagster.core.secrets import Redactor
 from newsbench_dagster.paths import AGENTS_DIR, PROJECT_ROOT
@@ -116,6 +118,8 @@ def bad_runs(harbor, browser_options, tmp_path_factory):
             [*py, "import sys; open(sys.argv[1], 'w').write('{headline: oops')", "{answer_file}"],
         ),
         command_agent("crash", [*py, CRASH], env={"KEY": "${NB_TEST_AGENT_SECRET}"}),
+        # Hostile output: an answer nested 20,000 deep (json.loads overflows the stack on it).
+        command_agent("nested", [*py, "print('{\"a\":' * 20_000 + '1' + '}' * 20_000)"]),
         command_agent(
             "echo",
             [*py, "import json, sys; print(json.dumps({'argv': sys.argv[1:]}))", "{prompt}"],
@@ -191,6 +195,17 @@ def test_a_malformed_answer_is_the_agents_error_naming_the_text(bad_runs):
     run_row, _ = bad_runs[0]["garbled"]
     assert run_row["run_status"] == "agent_error"
     assert "not valid JSON" in run_row["error"] and "{headline: oops" in run_row["error"]
+
+
+def test_an_answer_nested_past_the_limit_is_the_agents_error_not_a_crash(bad_runs):
+    """A RecursionError in the harness was a crash of the run; it is the agent's output."""
+    run_row, score = bad_runs[0]["nested"]
+    # Its one line is not an answer: nothing usable on stdout, the agent's failure.
+    assert run_row["run_status"] == "no_answer", run_row["error"]
+    assert run_row["env_failure"] is None and score["excluded"] is False
+    assert kind_of(score["failure_class"]) == "agent", score["failure_class"]
+    with pytest.raises(CommandAgentError, match="nested deeper than 64 levels"):
+        parse_answers('{"a":' * 20_000 + "1" + "}" * 20_000, "answer.json")
 
 
 def test_a_non_zero_exit_is_recorded_with_what_it_said(bad_runs):

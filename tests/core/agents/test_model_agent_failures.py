@@ -71,6 +71,8 @@ SCRIPTS = {
     # Still generating when its 1 s cap fires (the server answers /v1/models meanwhile).
     "runaway_time": [calls(tool_call("read_page"), delay_s=3)],
     "malformed": [calls(tool_call("goto", MALFORMED_ARGS))] * 3,
+    # Arguments nested 20,000 deep: json.loads overflowed the stack (a crash of the run).
+    "nested": [calls(tool_call("goto", '{"a":' * 20_000 + "1" + "}" * 20_000))] * 3,
     "prose": [reply(PROSE)],
     "context_400": [HttpError(400, CONTEXT_400)],
     # Found by the benchmark: SmolLM2 navigating to a path, then to a URL Chromium refuses.
@@ -158,6 +160,7 @@ def outcomes(harbor, browser_options, tmp_path_factory):
         ("runaway_tokens", "runaway_output"),
         ("runaway_time", "runaway_output"),
         ("malformed", "malformed_tool_call"),
+        ("nested", "malformed_tool_call"),
         ("prose", "prose_instead_of_action"),
         ("context_400", "context_overflow"),
         ("tiny_context", "context_overflow"),

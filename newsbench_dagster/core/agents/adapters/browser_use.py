@@ -46,6 +46,7 @@ from collections.abc import Iterator
 from importlib import metadata
 from typing import Any
 
+from newsbench_dagster.core import input_files
 from newsbench_dagster.core.agents.adapters.openai_tools import task_message
 from newsbench_dagster.core.agents.chat_endpoint import (
     ChatEndpoint,
@@ -107,7 +108,7 @@ def parse_done(text: str | None) -> dict[str, Any]:
         candidates.append(text[text.index("{") : text.rindex("}") + 1])
     for c in candidates:
         try:
-            value = json.loads(c)
+            value = input_files.loads(c)
         except ValueError:
             continue
         if isinstance(value, dict):

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from newsbench_dagster.core import input_files
 from newsbench_dagster.core.agents.protocol import AgentManifest, AgentTask
 from newsbench_dagster.core.agents.stream_capture import StreamCapture
 from newsbench_dagster.core.agents.tools import BrowserTools, BudgetExceeded
@@ -165,7 +166,7 @@ def parse_answers(text: str, source: str) -> list[tuple[dict[str, Any], bool]]:
     """Answers from JSON text: an object, or a list of objects in order. A boolean
     "claims_success" in an object is the claim (default true), not part of the value."""
     try:
-        value = json.loads(text)
+        value = input_files.loads(text)
     except ValueError as e:
         raise CommandAgentError(f"{source} is not valid JSON ({e}): {_quote(text)}") from None
     items = value if isinstance(value, list) else [value]
@@ -192,7 +193,7 @@ def last_json_line(stdout: str) -> str | None:
         line = line.strip()
         if line.startswith("{") and line.endswith("}"):
             try:
-                if isinstance(json.loads(line), dict):
+                if isinstance(input_files.loads(line), dict):
                     return line
             except ValueError:
                 continue

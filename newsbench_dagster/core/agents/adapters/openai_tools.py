@@ -49,6 +49,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from newsbench_dagster.core import input_files
 from newsbench_dagster.core.agents.chat_endpoint import (
     ChatEndpoint,
     Endpoint,
@@ -373,9 +374,10 @@ class OpenAIToolsAgent:
             error = f"unknown tool {name!r}; the tools are: {', '.join(self.tools)}"
         else:
             try:
-                args = json.loads(raw) if isinstance(raw, str) else raw
+                args = input_files.loads(raw) if isinstance(raw, str) else raw
             except ValueError as e:
-                error = f"{name}: arguments are not valid JSON ({e.msg} at char {e.pos})"
+                said = f"{e.msg} at char {e.pos}" if isinstance(e, json.JSONDecodeError) else e
+                error = f"{name}: arguments are not valid JSON ({said})"
             else:
                 error = _check_args(name, tool, args)
         if error is None and tool is not None:
