@@ -97,7 +97,7 @@ def test_the_registry_skips_a_broken_main_agent_loudly_and_fails_when_none_is_le
     assert str(folder / "half.yaml") in str(e.value)
     # A file that cannot be parsed at all may have been a main agent: the same error.
     (folder / "half.yaml").write_bytes(b"\xff\xfe not text")
-    with pytest.raises(ConfigError, match="half.yaml: not UTF-8 text"):
+    with pytest.raises(ConfigError, match="half.yaml:1: not UTF-8 text"):
         AgentRegistryResource(directory=str(folder)).main_channel(warn=said.append)
 
 
