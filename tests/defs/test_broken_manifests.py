@@ -29,16 +29,8 @@ from newsbench_dagster.defs.partitions import agent_version_partitions
 from newsbench_dagster.defs.release.sensors import agent_registry
 from newsbench_dagster.newsroom.clock import FixedClock
 from newsbench_dagster.paths import AGENTS_DIR
-from newsbench_dagster.resources import (
-    AgentRegistryResource,
-    ArtifactStoreResource,
-    BrowserResource,
-    NewsroomResource,
-    ReleaseResource,
-    SiteRegistryResource,
-    TaskSetResource,
-    duckdb_warehouse,
-)
+from newsbench_dagster.resources import AgentRegistryResource, ReleaseResource, TaskSetResource
+from tests.support.pipeline_resources import local_resources
 
 BAD_YAML = "name: broken-yaml\nversion: [1\nadapter: reference\n"
 NO_VERSION_MAIN = "name: half-main\nadapter: reference\nchannel: main\n"
@@ -120,16 +112,14 @@ def test_agent_runs_runs_the_main_channel_left_and_a_warning_check_lists_the_bro
     folder = agents_dir(
         tmp_path, "reference", "selector-baseline", bad=BAD_YAML, half=NO_VERSION_MAIN
     )
-    resources = {
-        "io_manager": duckdb_warehouse(str(tmp_path / "wh.duckdb")),
-        "newsroom": NewsroomResource(port=newsroom.port, seed=newsroom.newsroom.seed),
-        "browser": BrowserResource(),
-        "artifacts": ArtifactStoreResource(root=str(tmp_path / "artifacts")),
-        "sites": SiteRegistryResource(),
-        "agents": AgentRegistryResource(directory=str(folder)),
-        "tasks": TaskSetResource(intents=["find_top_headline"]),
-        "release": ReleaseResource(),
-    }
+    resources = local_resources(
+        tmp_path / "wh.duckdb",
+        tmp_path / "artifacts",
+        port=newsroom.port,
+        seed=newsroom.newsroom.seed,
+        agents=AgentRegistryResource(directory=str(folder)),
+        tasks=TaskSetResource(intents=["find_top_headline"]),
+    )
     live, newsroom.clock = newsroom.clock, FixedClock(datetime.now(UTC))
     try:
         with instance_for_test() as instance:

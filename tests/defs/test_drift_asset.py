@@ -28,16 +28,8 @@ from newsbench_dagster.newsroom.clock import FixedClock
 from newsbench_dagster.newsroom.server import NewsroomServer
 from newsbench_dagster.newsroom.world import Newsroom
 from newsbench_dagster.paths import AGENTS_DIR
-from newsbench_dagster.resources import (
-    AgentRegistryResource,
-    ArtifactStoreResource,
-    BrowserResource,
-    NewsroomResource,
-    ReleaseResource,
-    SiteRegistryResource,
-    TaskSetResource,
-    duckdb_warehouse,
-)
+from newsbench_dagster.resources import AgentRegistryResource, BrowserResource, TaskSetResource
+from tests.support.pipeline_resources import local_resources
 from tests.support.tasks import LEAD_AND_METADATA
 
 pytestmark = pytest.mark.heavy(15)  # about 15 s on two busy cores
@@ -64,18 +56,16 @@ def env(frozen, tmp_path):
     agents = tmp_path / "agents"  # the reference agent only: one run per task
     agents.mkdir()
     shutil.copy(AGENTS_DIR / "reference.yaml", agents / "reference.yaml")
-    resources = {
-        "io_manager": duckdb_warehouse(str(tmp_path / "wh.duckdb")),
-        # The resource finds the frozen newsroom on its port and reuses it.
-        "newsroom": NewsroomResource(port=server.port, seed=server.newsroom.seed),
-        "browser": BrowserResource(concurrency=4, screenshot=False, artifacts=[]),
-        "artifacts": ArtifactStoreResource(root=str(tmp_path / "artifacts")),
-        "sites": SiteRegistryResource(),
-        "agents": AgentRegistryResource(directory=str(agents)),
+    resources = local_resources(
+        tmp_path / "wh.duckdb",
+        tmp_path / "artifacts",
+        port=server.port,
+        seed=server.newsroom.seed,
+        browser=BrowserResource(concurrency=4, screenshot=False, artifacts=[]),
+        agents=AgentRegistryResource(directory=str(agents)),
         # What drifts is the front page's template: the lead and metadata tasks read it.
-        "tasks": TaskSetResource(intents=list(LEAD_AND_METADATA)),
-        "release": ReleaseResource(),
-    }
+        tasks=TaskSetResource(intents=list(LEAD_AND_METADATA)),
+    )
     with instance_for_test() as instance:
         yield resources, tmp_path, instance, clock
 

@@ -20,16 +20,8 @@ from newsbench_dagster.core.scoring.score import score_run
 from newsbench_dagster.definitions import ASSETS
 from newsbench_dagster.defs.evaluation.checks import compliance
 from newsbench_dagster.newsroom.clock import FixedClock
-from newsbench_dagster.resources import (
-    AgentRegistryResource,
-    ArtifactStoreResource,
-    BrowserResource,
-    NewsroomResource,
-    ReleaseResource,
-    SiteRegistryResource,
-    TaskSetResource,
-    duckdb_warehouse,
-)
+from newsbench_dagster.resources import TaskSetResource
+from tests.support.pipeline_resources import local_resources
 
 pytestmark = pytest.mark.heavy(50)  # about 50 s on two busy cores
 
@@ -49,16 +41,9 @@ def env(newsroom, tmp_path):
 
 def _env(newsroom, tmp_path):
     db = tmp_path / "wh.duckdb"
-    resources = {
-        "io_manager": duckdb_warehouse(str(db)),
-        "newsroom": NewsroomResource(port=newsroom.port, seed=newsroom.newsroom.seed),
-        "browser": BrowserResource(),
-        "artifacts": ArtifactStoreResource(root=str(tmp_path / "artifacts")),
-        "sites": SiteRegistryResource(),
-        "agents": AgentRegistryResource(),
-        "tasks": TaskSetResource(),  # every intent
-        "release": ReleaseResource(),
-    }
+    resources = local_resources(  # every intent
+        db, tmp_path / "artifacts", port=newsroom.port, seed=newsroom.newsroom.seed
+    )
     with instance_for_test() as instance:
         yield resources, db, instance
 

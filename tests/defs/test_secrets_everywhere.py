@@ -27,17 +27,9 @@ from dagster import MultiPartitionKey, instance_for_test, materialize
 
 from newsbench_dagster.definitions import ASSETS
 from newsbench_dagster.newsroom.clock import FixedClock
-from newsbench_dagster.resources import (
-    AgentRegistryResource,
-    ArtifactStoreResource,
-    BrowserResource,
-    NewsroomResource,
-    ReleaseResource,
-    SiteRegistryResource,
-    TaskSetResource,
-    duckdb_warehouse,
-)
+from newsbench_dagster.resources import AgentRegistryResource, TaskSetResource
 from tests.support.paths import REPO
+from tests.support.pipeline_resources import local_resources
 from tests.support.secret_scan import found, leaks_in_tree
 
 pytestmark = pytest.mark.heavy(30)
@@ -94,16 +86,14 @@ def pipeline(newsroom_server, tmp_path_factory):
     _manifest(agents, "leaky", "${" + ENV + "}")  # a secret: from the environment
     _manifest(agents, "control", CONTROL)  # the control: a literal, not a secret
     db = tmp / "wh.duckdb"
-    resources = {
-        "io_manager": duckdb_warehouse(str(db)),
-        "newsroom": NewsroomResource(port=newsroom_server.port, seed=newsroom_server.newsroom.seed),
-        "browser": BrowserResource(),  # every artifact kind, the screenshot too
-        "artifacts": ArtifactStoreResource(root=str(tmp / "artifacts")),
-        "sites": SiteRegistryResource(),
-        "agents": AgentRegistryResource(directory=str(agents)),
-        "tasks": TaskSetResource(intents=["find_top_headline"]),
-        "release": ReleaseResource(),
-    }
+    resources = local_resources(  # the default browser: every artifact kind, the screenshot too
+        db,
+        tmp / "artifacts",
+        port=newsroom_server.port,
+        seed=newsroom_server.newsroom.seed,
+        agents=AgentRegistryResource(directory=str(agents)),
+        tasks=TaskSetResource(intents=["find_top_headline"]),
+    )
     live, newsroom_server.clock = newsroom_server.clock, FixedClock(datetime.now(UTC))
     day = newsroom_server.now().date().isoformat()
     try:

@@ -16,16 +16,8 @@ from dagster import MultiPartitionKey, instance_for_test, materialize
 from newsbench_dagster.core.analytics import snapshot
 from newsbench_dagster.core.analytics.warehouse import table_rows
 from newsbench_dagster.definitions import ASSETS
-from newsbench_dagster.resources import (
-    AgentRegistryResource,
-    ArtifactStoreResource,
-    BrowserResource,
-    NewsroomResource,
-    ReleaseResource,
-    SiteRegistryResource,
-    TaskSetResource,
-    duckdb_warehouse,
-)
+from newsbench_dagster.resources import TaskSetResource
+from tests.support.pipeline_resources import local_resources
 
 DAY = "2026-11-29"
 
@@ -50,16 +42,13 @@ def _waiting_messages(instance) -> list[str]:
 
 def test_a_write_waits_for_an_outside_reader_by_name_and_lands_when_it_closes(newsroom, tmp_path):
     db = tmp_path / "wh.duckdb"
-    resources = {
-        "io_manager": duckdb_warehouse(str(db)),
-        "newsroom": NewsroomResource(port=newsroom.port, seed=newsroom.newsroom.seed),
-        "artifacts": ArtifactStoreResource(root=str(tmp_path / "artifacts")),
-        "sites": SiteRegistryResource(),
-        "tasks": TaskSetResource(intents=["find_top_headline"]),
-        "browser": BrowserResource(),  # not started: no browser step is selected
-        "agents": AgentRegistryResource(),
-        "release": ReleaseResource(),
-    }
+    resources = local_resources(  # the browser is not started: no browser step is selected
+        db,
+        tmp_path / "artifacts",
+        port=newsroom.port,
+        seed=newsroom.newsroom.seed,
+        tasks=TaskSetResource(intents=["find_top_headline"]),
+    )
 
     def run(site: str):
         return materialize(

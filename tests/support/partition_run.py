@@ -11,16 +11,8 @@ import sys
 from dagster import DagsterInstance, MultiPartitionKey, materialize
 
 from newsbench_dagster.definitions import ASSETS
-from newsbench_dagster.resources import (
-    AgentRegistryResource,
-    ArtifactStoreResource,
-    BrowserResource,
-    NewsroomResource,
-    ReleaseResource,
-    SiteRegistryResource,
-    TaskSetResource,
-    duckdb_warehouse,
-)
+from newsbench_dagster.resources import BrowserResource, TaskSetResource
+from tests.support.pipeline_resources import local_resources
 
 SITE_CHAIN = ["feed_items", "news_tasks", "agent_runs", "run_scores"]
 
@@ -28,17 +20,15 @@ SITE_CHAIN = ["feed_items", "news_tasks", "agent_runs", "run_scores"]
 def run(spec: dict) -> bool:
     """`spec`: db, artifacts, port, seed, site, day, intents, and the assets to materialize
     (`selection`, default the whole chain)."""
-    resources = {
-        "io_manager": duckdb_warehouse(spec["db"]),
-        "newsroom": NewsroomResource(port=spec["port"], seed=spec["seed"]),
+    resources = local_resources(
+        spec["db"],
+        spec["artifacts"],
+        port=spec["port"],
+        seed=spec["seed"],
         # What is tested is the partition's rows and artifacts, not the trace or screenshot.
-        "browser": BrowserResource(artifacts=["har", "console", "spans"], screenshot=False),
-        "artifacts": ArtifactStoreResource(root=spec["artifacts"]),
-        "sites": SiteRegistryResource(),
-        "agents": AgentRegistryResource(),
-        "tasks": TaskSetResource(intents=spec["intents"], articles_per_site=1),
-        "release": ReleaseResource(),
-    }
+        browser=BrowserResource(artifacts=["har", "console", "spans"], screenshot=False),
+        tasks=TaskSetResource(intents=spec["intents"], articles_per_site=1),
+    )
     with DagsterInstance.get() as instance:
         result = materialize(
             ASSETS,
