@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import io
 import json
 import os
 import re
@@ -29,14 +28,14 @@ import sys
 import tempfile
 import threading
 import time
-import zlib
-from collections.abc import Iterator
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import psutil
 from common import parse_args
+
+from tests.support.bombs import alias_bomb, entity_bomb, gzip_bomb, serving_gzipped
+from tests.support.warcs import page, write_warc
 
 ROOT = Path(__file__).resolve().parent.parent
 NEWSBENCH = Path(sys.executable).with_name("newsbench")
@@ -46,6 +45,7 @@ SUITE = ROOT / "suites" / "regression" / "harbor-replayed.yaml"
 GUARD_BYTES = 3 * 1024**3
 LIMIT_MB, LIMIT_S = 1024, 60.0
 MB = 1024 * 1024
+GZIPPED = [("Content-Encoding", "gzip")]
 
 
 @dataclass
@@ -69,55 +69,6 @@ class Outcome:
 
 
 # -- building the inputs -----------------------------------------------------------------------
-def gzip_bomb(megabytes: int, head: bytes) -> bytes:
-    """`head` then zeros, `megabytes` once inflated (about 1 KB per MB compressed)."""
-    packer = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
-    zeros = bytes(MB)
-    parts = [packer.compress(head)] + [packer.compress(zeros) for _ in range(megabytes)]
-    return b"".join([*parts, packer.flush()])
-
-
-def entity_bomb(uses: int) -> bytes:
-    """An RSS feed whose one title is a 100 KB entity used `uses` times."""
-    return (
-        b'<?xml version="1.0"?>\n<!DOCTYPE rss [\n<!ENTITY big "' + b"a" * 100_000 + b'">\n]>\n'
-        b'<rss version="2.0"><channel><title>t</title><item><title>'
-        + b"&big;" * uses
-        + b"</title><link>http://x.test/a</link></item></channel></rss>"
-    )
-
-
-def alias_bomb(levels: int) -> bytes:
-    """YAML's billion laughs: each level names the one below nine times."""
-    lines = ['a0: &a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
-    lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, levels)]
-    return ("\n".join(lines) + "\n").encode()
-
-
-def warc_bomb(path: Path, megabytes: int) -> None:
-    """A gzipped WARC with one response, harbor's front page, whose body is gzip-encoded
-    (`Content-Encoding: gzip`) and inflates to `megabytes` of zeros: a few KB on disk."""
-    from warcio.statusandheaders import StatusAndHeaders
-    from warcio.warcwriter import WARCWriter
-
-    body = gzip_bomb(megabytes, b"<!doctype html><html><body><main><h1>")
-    with path.open("wb") as f:
-        writer = WARCWriter(f, gzip=True)
-        headers = StatusAndHeaders(
-            "200 OK",
-            [
-                ("Content-Type", "text/html; charset=utf-8"),
-                ("Content-Encoding", "gzip"),
-                ("Content-Length", str(len(body))),
-            ],
-            protocol="HTTP/1.1",
-        )
-        record = writer.create_warc_record(
-            "http://harbor-herald.test/", "response", payload=io.BytesIO(body), http_headers=headers
-        )
-        writer.write_record(record)
-
-
 def replay_task(tmp: Path) -> Path:
     """One task of the replay-backed suite (harbor's front page), as a JSON task file."""
     from newsbench_dagster.core.tasks.suites import load_suite_file
@@ -129,34 +80,6 @@ def replay_task(tmp: Path) -> Path:
     out = tmp / "front-page-task.json"
     out.write_text(json.dumps(task), encoding="utf-8")
     return out
-
-
-class _Bombs(BaseHTTPRequestHandler):
-    bodies: dict[str, tuple[str, bytes]] = {}
-
-    def do_GET(self):
-        ctype, body = self.bodies[self.path]
-        self.send_response(200)
-        self.send_header("Content-Type", ctype)
-        self.send_header("Content-Encoding", "gzip")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-            self.wfile.write(body)  # a bounded reader stops early
-
-    def log_message(self, *args):
-        pass
-
-
-@contextlib.contextmanager
-def serving(bodies: dict[str, tuple[str, bytes]]) -> Iterator[str]:
-    _Bombs.bodies = bodies
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Bombs)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
 
 
 def cases(tmp: Path, url: str, smoke: bool) -> list[Case]:
@@ -173,7 +96,9 @@ def cases(tmp: Path, url: str, smoke: bool) -> list[Case]:
     write("latin-suites/regression/latin.yaml", b"site: harbor\nreason: caf\xe9 au lait\n")
     entity = write("entity-bomb.xml", entity_bomb(1_000 if smoke else 10_000))
     warc = tmp / "gzip-bomb.warc.gz"
-    warc_bomb(warc, 60 if smoke else 1200)
+    body = gzip_bomb(60 if smoke else 1200, b"<!doctype html><html><body><main><h1>")
+    front = page("http://harbor-herald.test/", body, "text/html; charset=utf-8", GZIPPED)
+    write_warc(warc, [front])
     empty = write("empty.warc.gz", b"")
     whole = RECORDING.read_bytes()
     truncated = write("truncated.warc.gz", whole[: len(whole) // 2])
@@ -332,7 +257,7 @@ def main() -> None:
         "/feed.xml": ("application/rss+xml", gzip_bomb(args.bomb_mb, b"<rss><channel><title>")),
         "/page.html": ("text/html", gzip_bomb(args.bomb_mb, b"<!doctype html><html><body><p>")),
     }
-    with tempfile.TemporaryDirectory() as tmp, serving(bodies) as url:
+    with tempfile.TemporaryDirectory() as tmp, serving_gzipped(bodies) as url:
         outcomes = [run(case, args.timeout) for case in cases(Path(tmp), url, args.smoke)]
     print(table(outcomes, args.markdown, tmp))
     over = [o for o in outcomes if o.over]

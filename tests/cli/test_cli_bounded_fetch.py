@@ -5,56 +5,25 @@ Each command runs in a child capped at 2 GB of address space, its own peak RSS m
 
 from __future__ import annotations
 
-import contextlib
-import threading
-import zlib
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from newsbench_dagster.core.web.network import MAX_RESPONSE_BYTES
+from tests.support.bombs import gzip_bomb, serving_gzipped
 from tests.support.bounded import GB, run_capped
 
 BOMB_MB = 400  # inflated size; the limit is 50 MB
 
 
-def gzip_bomb(megabytes: int, head: bytes) -> bytes:
-    """`head` then zeros, `megabytes` in all once inflated; about 1 KB per MB on the wire."""
-    packer = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
-    zeros = bytes(1 << 20)
-    parts = [packer.compress(head)] + [packer.compress(zeros) for _ in range(megabytes)]
-    return b"".join([*parts, packer.flush()])
-
-
-class _Bombs(BaseHTTPRequestHandler):
-    bodies: dict[str, tuple[str, bytes]] = {}
-
-    def do_GET(self):
-        ctype, body = self.bodies[self.path]
-        self.send_response(200)
-        self.send_header("Content-Type", ctype)
-        self.send_header("Content-Encoding", "gzip")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        # The client may stop reading at the limit: what it should do.
-        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-            self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture(scope="module")
 def bomb_server() -> Iterator[str]:
-    _Bombs.bodies = {
+    bodies = {
         "/feed.xml": ("application/rss+xml", gzip_bomb(BOMB_MB, b"<rss><channel><title>")),
         "/page.html": ("text/html", gzip_bomb(BOMB_MB, b"<!doctype html><html><body><p>")),
     }
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Bombs)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
+    with serving_gzipped(bodies) as url:
+        yield url
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import yaml
 
+from tests.support.bombs import alias_bomb, entity_bomb
 from tests.support.bounded import GB, run_capped
 
 GOOD = {
@@ -22,15 +23,6 @@ GOOD = {
 }
 
 
-def alias_bomb(levels: int = 10) -> str:
-    """The "billion laughs" of YAML: each level names the one below nine times (~520 bytes,
-    9**levels strings once expanded)."""
-    lines = ['a0: &a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
-    for i in range(1, levels):
-        lines.append(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]")
-    return "\n".join(lines) + "\nsite: harbor\n"
-
-
 def suites(tmp_path: Path, files: dict[str, bytes]) -> Path:
     root = tmp_path / "suites"
     (root / "regression").mkdir(parents=True)
@@ -41,7 +33,7 @@ def suites(tmp_path: Path, files: dict[str, bytes]) -> Path:
 
 
 def test_an_alias_bomb_is_refused_at_its_line_within_bounded_memory(tmp_path):
-    root = suites(tmp_path, {"bomb.yaml": alias_bomb().encode()})
+    root = suites(tmp_path, {"bomb.yaml": alias_bomb() + b"site: harbor\n"})
     done = run_capped(["tasks", "validate", "--root", str(root)], cap_bytes=2 * GB, timeout=60)
     assert done.returncode == 1, done.stderr
     bomb = root / "regression" / "bomb.yaml"
@@ -74,17 +66,6 @@ def test_deep_json_an_impossible_date_and_non_utf8_are_each_named_and_the_rest_l
         f"{regression}/latin.yaml:2: -: $: not UTF-8 text (byte 24: b'\\xe9')",
     ]
     assert "3 problem(s); 1 task(s) loaded (regression 1" in done.stderr, done.stderr
-
-
-def entity_bomb(uses: int = 10_000) -> bytes:
-    """A feed of 150 KB whose title is one 100 KB entity used `uses` times: 1 GB expanded
-    (feedparser's fallback parser expanded it whole: 2.9 GB peak)."""
-    return (
-        b'<?xml version="1.0"?>\n<!DOCTYPE rss [\n<!ENTITY big "' + b"a" * 100_000 + b'">\n]>\n'
-        b'<rss version="2.0"><channel><title>t</title><item><title>'
-        + b"&big;" * uses
-        + b"</title><link>http://x.test/a</link></item></channel></rss>"
-    )
 
 
 def test_an_entity_bomb_feed_is_refused_before_it_is_parsed(tmp_path):

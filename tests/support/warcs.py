@@ -3,49 +3,15 @@ gzip-encoded body inflates to gigabytes from a few KB, revisit records, plain pa
 
 from __future__ import annotations
 
-import struct
-import zlib
 from io import BytesIO
 from pathlib import Path
 
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
+from tests.support.bombs import gzip_bomb
+
 _MB = 1 << 20
-
-
-def gzip_of_zeros(megabytes: int) -> bytes:
-    """A gzip stream of `megabytes` MB of zeros, built without compressing them all: each MB
-    is deflated after a full flush, so every block but the first compresses to the same
-    bytes (a 1.2 GB body is about 1.2 MB of gzip, made in a second)."""
-    block = bytes(_MB)
-    co = zlib.compressobj(9, zlib.DEFLATED, -15)
-    first = co.compress(block) + co.flush(zlib.Z_FULL_FLUSH)
-    again = co.compress(block) + co.flush(zlib.Z_FULL_FLUSH)
-    end = co.flush(zlib.Z_FINISH)
-    crc = 0
-    for _ in range(megabytes):
-        crc = zlib.crc32(block, crc)
-    header = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
-    trailer = struct.pack("<II", crc & 0xFFFFFFFF, (megabytes * _MB) & 0xFFFFFFFF)
-    return header + first + again * (megabytes - 1) + end + trailer
-
-
-def _deflated(head: bytes, megabytes: int, tail: bytes) -> bytes:
-    """One gzip member: `head`, `megabytes` MB of zeros, `tail` (as `gzip_of_zeros`)."""
-    block = bytes(_MB)
-    co = zlib.compressobj(9, zlib.DEFLATED, -15)
-    parts = [co.compress(head) + co.flush(zlib.Z_FULL_FLUSH)]
-    first = co.compress(block) + co.flush(zlib.Z_FULL_FLUSH)
-    again = co.compress(block) + co.flush(zlib.Z_FULL_FLUSH)
-    parts += [first, again * (megabytes - 1), co.compress(tail) + co.flush(zlib.Z_FINISH)]
-    crc = zlib.crc32(head)
-    for _ in range(megabytes):
-        crc = zlib.crc32(block, crc)
-    crc = zlib.crc32(tail, crc)
-    size = len(head) + megabytes * _MB + len(tail)
-    header = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
-    return header + b"".join(parts) + struct.pack("<II", crc & 0xFFFFFFFF, size & 0xFFFFFFFF)
 
 
 def raw_bomb(path: Path, url: str, megabytes: int) -> Path:
@@ -57,13 +23,13 @@ def raw_bomb(path: Path, url: str, megabytes: int) -> Path:
         b"WARC-Date: 2026-12-01T00:00:00Z\r\nWARC-Target-URI: %s\r\n"
         b"Content-Type: application/http; msgtype=response\r\nContent-Length: %d\r\n\r\n"
     ) % (url.encode(), len(http) + megabytes * _MB)
-    path.write_bytes(_deflated(head + http, megabytes, b"\r\n\r\n"))
+    path.write_bytes(gzip_bomb(megabytes, head + http, b"\r\n\r\n"))
     return path
 
 
 def header_line_bomb(path: Path, megabytes: int) -> Path:
     """A gzipped WARC whose first header line is `megabytes` MB long, without a newline."""
-    path.write_bytes(_deflated(b"WARC/1.1\r\nWARC-Type: response\r\nX-Long: ", megabytes, b""))
+    path.write_bytes(gzip_bomb(megabytes, b"WARC/1.1\r\nWARC-Type: response\r\nX-Long: "))
     return path
 
 

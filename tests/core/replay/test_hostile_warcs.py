@@ -20,7 +20,8 @@ from newsbench_dagster.core.replay.audit import audit, index
 from newsbench_dagster.core.replay.replayer import Recording, RecordingError
 from newsbench_dagster.paths import PROJECT_ROOT, SUITES_DIR
 from tests.core.replay.test_replay_runs import _in_replay
-from tests.support.warcs import gzip_of_zeros, header_line_bomb, page, raw_bomb, write_warc
+from tests.support.bombs import gzip_bomb
+from tests.support.warcs import header_line_bomb, page, raw_bomb, write_warc
 
 SUITE = SUITES_DIR / "regression" / "harbor-replayed.yaml"
 H = "http://harbor-herald.test"
@@ -67,7 +68,7 @@ def test_a_gzip_bomb_page_is_refused_in_bounded_memory_by_audit_index_and_replay
     """3 KB of WARC, 1.2 GB once its page is decoded: replay reached 7.9 GB and the audit said
     "clean" at 2.5 GB. Checked in a child whose address space is capped at 1.5 GB, so a
     regression fails here (MemoryError) instead of eating the machine."""
-    body = gzip_of_zeros(1200)
+    body = gzip_bomb(1200)
     bomb = write_warc(tmp_path / "bomb.warc.gz", [page(f"{H}/huge", body, headers=GZIP)])
     assert bomb.stat().st_size < 10_000
     mixed = write_warc(
@@ -126,7 +127,7 @@ def test_a_refused_page_is_a_miss_naming_why_in_the_replay_log(tmp_path, monkeyp
         tmp_path / "mixed.warc.gz",
         [
             page(f"{H}/", b"<html><h1>Front</h1></html>"),
-            page(f"{H}/huge", gzip_of_zeros(8), headers=GZIP),
+            page(f"{H}/huge", gzip_bomb(8), headers=GZIP),
         ],
     )
     recording = Recording(path)
