@@ -17,6 +17,7 @@ from dagster import DagsterInstance, DagsterRunStatus
 
 from newsbench_dagster.paths import DAGSTER_HOME, PROJECT_ROOT
 from newsbench_dagster.run_health import HOST_TAG, fail_dead_runs, worker_of
+from tests.support.services import stop_group
 
 pytestmark = pytest.mark.heavy(40)
 
@@ -204,12 +205,7 @@ def test_a_killed_run_is_failed_and_the_queue_moves(home):
             print(f"killed run marked failed {marked_after:.1f}s after SIGKILL")
             assert marked_after < 30
     finally:
-        os.killpg(daemon.pid, signal.SIGTERM)
-        try:
-            daemon.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(daemon.pid, signal.SIGKILL)
-            daemon.wait(timeout=10)
+        stop_group(daemon, grace_s=20)
         log.close()
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import textwrap
@@ -18,6 +17,7 @@ import pytest
 
 from newsbench_dagster.paths import DAGSTER_HOME, PROJECT_ROOT
 from tests.support.net import free_port
+from tests.support.services import stop_group
 from tests.support.tasks import LEAD_AND_METADATA
 
 pytestmark = pytest.mark.heavy(100)  # about 100 s on two busy cores
@@ -125,14 +125,7 @@ def dagster_dev(tmp_path, newsroom):
         proc.kill()
         pytest.fail("dagster dev did not come up:\n" + (tmp_path / "dagster_dev.log").read_text())
     yield port, tmp_path
-    os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        # A slow shutdown (seen under load) is not what this test is about; leave nothing
-        # behind.
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
+    stop_group(proc)
     log.close()
 
 

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import os
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
@@ -20,6 +18,7 @@ from pathlib import Path
 
 from tests.support.net import free_port
 from tests.support.paths import REPO
+from tests.support.services import stop_group
 
 # numpy: DuckDB's Python UDFs, which bqemulator registers at start, need it; bqemulator 1.4.0
 # declares it only in extras.
@@ -94,12 +93,5 @@ def bigquery_emulator(timeout_s: float = 60) -> Iterator[str]:
             time.sleep(0.1)
         yield url
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(10)
+        stop_group(proc)
         shutil.rmtree(workdir, ignore_errors=True)

@@ -1,11 +1,13 @@
 """Real Redis and PostgreSQL servers for the scale-out tests, started from Debian's binaries on
-loopback in a temporary folder and stopped after (`scripts/install.sh` installs them)."""
+loopback in a temporary folder and stopped after (`scripts/install.sh` installs them); and
+`stop_group`, how every test stops a server it started in its own session."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -16,6 +18,20 @@ from pathlib import Path
 from tests.support.net import free_port
 
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
+
+
+def stop_group(proc: subprocess.Popen, grace_s: float = 10) -> None:
+    """SIGTERM to the process group `proc` leads (started with start_new_session), then
+    SIGKILL if it outlives `grace_s`: a slow shutdown is not what a test is about, and nothing
+    is left behind."""
+    for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 30)):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, sig)
+        try:
+            proc.wait(wait_s)
+            return
+        except subprocess.TimeoutExpired:
+            continue
 
 
 def _wait_for_port(port: int, what: str, proc: subprocess.Popen, timeout_s: float = 30) -> None:
