@@ -18,7 +18,7 @@ from newsbench_dagster.core.harness.build import build_runner, fetch_robots
 from newsbench_dagster.core.harness.settings import RunSettings
 from newsbench_dagster.core.release.plan import TaskSet
 from newsbench_dagster.core.release.policy import Policy
-from newsbench_dagster.core.scoring.failures import ENV_CLASSES
+from newsbench_dagster.core.scoring.failures import is_environment_failure
 from newsbench_dagster.core.scoring.score import score_safely
 from newsbench_dagster.core.scoring.witness import apply_witness
 from newsbench_dagster.core.web.network import World
@@ -34,7 +34,7 @@ class Evaluation:
 
 
 def _is_env(score: dict) -> bool:
-    return bool(score.get("excluded")) and score.get("failure_class") in ENV_CLASSES
+    return bool(score.get("excluded")) and is_environment_failure(score.get("failure_class"))
 
 
 _CARRIED = ("candidate_version", "role", "attempt", "counted", "look")

@@ -43,9 +43,6 @@ class AgentFailure(StrEnum):
     CONTEXT_OVERFLOW = "context_overflow"  # its conversation outgrew the model's context
 
 
-ENV_CLASSES = frozenset(e.value for e in EnvFailure)
-
-
 # The run statuses a model agent's output can end a run with, each its own class.
 MODEL_OUTPUT_FAILURES = frozenset(
     {
@@ -79,6 +76,6 @@ def kind_of(failure_class: str | None) -> str:
         return "success"
     if failure_class == VOID:
         return "void"
-    if failure_class in ENV_CLASSES:
+    if failure_class in ENV_FAILURES:
         return "environment"
     return "agent"
