@@ -13,7 +13,6 @@ import ssl
 import threading
 import time
 from dataclasses import dataclass, field
-from email.message import Message
 from functools import cache
 from urllib.parse import urljoin, urlsplit
 
@@ -21,6 +20,7 @@ import httpx
 from protego import Protego
 from pydantic import BaseModel
 
+from newsbench_dagster.core.web.feed_bytes import header_charset
 from newsbench_dagster.core.web.sites import origin_of
 
 USER_AGENT = "NewsbenchBot/0.1 (+https://github.com/newsbench; evaluation harness)"
@@ -151,10 +151,8 @@ class FetchResult:
 
     @property
     def charset(self) -> str | None:
-        """The charset the response's Content-Type declared."""
-        message = Message()
-        message["content-type"] = self.headers.get("content-type", "")
-        return message.get_content_charset()
+        """The charset the response's Content-Type declared (headers are lower-cased)."""
+        return header_charset(self.headers)
 
 
 @dataclass
