@@ -122,25 +122,27 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _read(path: Path, shown: str) -> tuple[Any, Problem | None]:
-    """A suite file's data, within `input_files`' limits (size, nesting, YAML aliases), or
-    the one problem that stopped it (not UTF-8, not valid, an impossible date: with its line)."""
+def _read(path: Path, shown: str) -> tuple[Any, str, Problem | None]:
+    """A suite file's data and text (read once: `_lines` reads the text again), within
+    `input_files`' limits (size, nesting, YAML aliases), or the one problem that stopped it
+    (not UTF-8, not valid, an impossible date: with its line)."""
+    text = ""
     try:
         text = read_text(path)
         if path.suffix == ".json":
-            return load_json(text, shown), None
-        return load_yaml(text, shown), None
+            return load_json(text, shown), text, None
+        return load_yaml(text, shown), text, None
     except InputFileError as e:
-        return None, Problem(shown, "-", "$", e.problem, e.line)
+        return None, text, Problem(shown, "-", "$", e.problem, e.line)
 
 
-def _lines(path: Path) -> list[dict[str, int]]:
-    """Per task of a YAML file, the line it starts on ("") and of each top-level field, so a
-    problem points at the line to edit. Empty for JSON (positions are not kept)."""
+def _lines(path: Path, text: str) -> list[dict[str, int]]:
+    """Per task of a YAML file (`text`), the line it starts on ("") and of each top-level
+    field, so a problem points at the line to edit. Empty for JSON (positions are not kept)."""
     if path.suffix == ".json":
         return []
     try:
-        node = compose_yaml(path.read_text(encoding="utf-8"))
+        node = compose_yaml(text)
     except yaml.YAMLError:
         return []
     items = node.value if isinstance(node, yaml.SequenceNode) else [node] if node else []
@@ -368,14 +370,14 @@ def _load_file(
 ) -> None:
     """The tasks of one suite file into `tasks`, its problems into `problems`; `first` says
     which file each id was first seen in (duplicates across files are problems too)."""
-    data, problem = _read(path, shown)
+    data, text, problem = _read(path, shown)
     if problem:
         problems.append(problem)
         return
     if data is None:
         problems.append(Problem(shown, "-", "$", "empty file: expected a task or a list"))
         return
-    lines = _lines(path)
+    lines = _lines(path, text)
     for i, raw in enumerate(data if isinstance(data, list) else [data], start=1):
         where = lines[i - 1] if i <= len(lines) else {}
         loaded, found = _check_task(raw, suite, shown, i, allowed, keys)
