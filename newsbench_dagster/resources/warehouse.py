@@ -80,11 +80,7 @@ class TakingTurnsDuckDbClient(DuckDbClient):
     @staticmethod
     def delete_table_slice(context: OutputContext, table_slice: TableSlice, connection) -> None:
         # Asked first, not caught: inside the transaction a failed DELETE would abort it.
-        exists = connection.execute(
-            "SELECT 1 FROM information_schema.tables WHERE table_schema = ? AND table_name = ?",
-            [table_slice.schema, table_slice.table],
-        ).fetchone()
-        if exists:
+        if _has_table(connection, table_slice.schema, table_slice.table):
             DuckDbClient.delete_table_slice(context, table_slice, connection)
         invalidate_downstream(table_slice, connection)
 
