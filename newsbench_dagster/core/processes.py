@@ -8,11 +8,13 @@ the work is dead and whoever waits for it should stop waiting (`run_health`).
 from __future__ import annotations
 
 import os
+from functools import cache
 from pathlib import Path
 
 PROC = Path("/proc")
 
 
+@cache  # the boot time does not change while this process lives
 def _boot_time() -> float | None:
     try:
         for line in (PROC / "stat").read_text().splitlines():
