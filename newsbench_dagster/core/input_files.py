@@ -94,26 +94,22 @@ def compose_yaml(text: str) -> yaml.Node | None:
 
 
 def load_json(text: str, where: str | Path) -> Any:
-    """One JSON document, nested at most MAX_DEPTH deep."""
-    if len(text) > MAX_FILE_BYTES:
-        raise InputFileError(where, f"{len(text)} characters, over the {MAX_FILE_BYTES} limit")
+    """One JSON document of a user's file, within `loads`' limits; errors name the file."""
     try:
-        data = json.loads(text)
+        return loads(text)
     except json.JSONDecodeError as e:
         raise InputFileError(where, f"not valid JSON: {e.msg} (column {e.colno})", e.lineno) from e
-    except RecursionError as e:
-        raise InputFileError(where, f"JSON nested deeper than {MAX_DEPTH} levels") from e
-    if _depth(data) > MAX_DEPTH:
-        raise InputFileError(where, f"JSON nested deeper than {MAX_DEPTH} levels")
-    return data
+    except ValueError as e:  # too big or too deep
+        raise InputFileError(where, str(e)) from e
 
 
 def loads(text: str | bytes, what: str = "JSON") -> Any:
     """`json.loads` for text from outside (agent answers, tool-call arguments, a model
-    endpoint's replies): nested past MAX_DEPTH, or over MAX_FILE_BYTES, is a ValueError like
-    any other bad JSON, never a RecursionError (a million "[" overflow the decoder)."""
+    endpoint's replies, users' files): nested past MAX_DEPTH, or over MAX_FILE_BYTES, is a
+    ValueError like any other bad JSON, never a RecursionError (a million "[" overflow the
+    decoder)."""
     if len(text) > MAX_FILE_BYTES:
-        raise ValueError(f"{what} is {len(text)} long, over the {MAX_FILE_BYTES} limit")
+        raise ValueError(f"{len(text)} characters, over the {MAX_FILE_BYTES} limit")
     try:
         data = json.loads(text)
     except RecursionError:
