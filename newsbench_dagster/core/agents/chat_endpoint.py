@@ -226,10 +226,24 @@ class ChatEndpoint:
             headers=headers, timeout=self.endpoint.timeout_s + 10, trust_env=not self.loopback
         )
 
-    def turn(self) -> contextlib.AbstractAsyncContextManager:
+    @contextlib.asynccontextmanager
+    async def turn(self) -> AsyncIterator[None]:
         """Calls to a local server take turns (it serves one at a time), so a call's cap
-        starts once it holds the server."""
-        return self.server.lock if self.server is not None else contextlib.nullcontext()
+        starts once it holds the server, and a server left stale by a call stopped mid-way
+        is restarted first. A restart that fails is the environment's (ModelEndpointError)."""
+        server = self.server
+        if server is None:
+            yield
+            return
+        async with server.lock:
+            if server.stale:
+                await server.recover()
+            try:
+                yield
+            except asyncio.CancelledError:
+                # The run's budget ran out mid-call: the server goes on generating for nobody.
+                server.stale = True
+                raise
 
     async def complete(self, client: httpx.AsyncClient, payload: dict, secrets: Redactor) -> dict:
         """POST /chat/completions under the call's caps; the response body, or one of the

@@ -15,7 +15,9 @@ on `lock`, and a call's wall-clock cap starts once it holds the server: waiting 
 run's call is never counted against a model. llama-cpp-python's function calling ignores
 `max_tokens`, and a request it works on cannot be stopped by hanging up, so a call that ran
 past its cap leaves the server generating: `recover()` restarts it (about 2 s) so the next
-call does not wait behind a runaway.
+call does not wait behind a runaway. A call stopped mid-way (its run's budget ran out) leaves
+the server `stale` the same way, and so does a restart stopped mid-way: the next turn
+restarts it first, before its own cap starts.
 """
 
 from __future__ import annotations
@@ -108,6 +110,9 @@ class LocalModelServer:
         self.port = 0
         self.lock = asyncio.Lock()  # one call at a time, as the server serves them
         self.restarts = 0
+        # The server may still be working on a call nobody waits for (or be half restarted):
+        # the next turn restarts it before its call.
+        self.stale = False
         self.started_s: float | None = None  # seconds the last start took
         self._proc: asyncio.subprocess.Process | None = None
         self._log_dir = tempfile.mkdtemp(prefix="newsbench-llama-")
@@ -135,8 +140,9 @@ class LocalModelServer:
         await self.close()
 
     async def close(self) -> None:
-        """Stop the server and remove its log."""
-        await self.stop()
+        """Stop the server and remove its log (at once when it is stale: a graceful stop
+        would wait out the generation nobody waits for)."""
+        await self.stop(graceful=not self.stale)
         with contextlib.suppress(OSError):
             self._log.unlink(missing_ok=True)
             os.rmdir(self._log_dir)
@@ -145,7 +151,8 @@ class LocalModelServer:
         """Start the server and wait until it serves the model; a ModelEndpointError (the
         environment's) with the end of its log when it does not."""
         began = time.monotonic()
-        self.port = free_port()
+        # A restart keeps the port: clients made for the old server (Browser Use's) reach it.
+        self.port = self.port or free_port()
         m = self.model
         argv = [
             sys.executable, "-m", "llama_cpp.server",
@@ -202,16 +209,21 @@ class LocalModelServer:
             return False
 
     async def recover(self) -> None:
-        """Restart a server left generating past a call's cap (it cannot be interrupted)."""
+        """Restart a server left generating past a call's cap (it cannot be interrupted).
+        Killed at once: a graceful stop would wait for the generation. Stays `stale` until
+        the new server serves, so a restart cut short is done again by the next turn."""
+        self.stale = True
         self.restarts += 1
-        await self.stop()
+        await self.stop(graceful=False)
         await self.start()
+        self.stale = False
 
-    async def stop(self) -> None:
+    async def stop(self, graceful: bool = True) -> None:
         proc, self._proc = self._proc, None
         if proc is None or proc.returncode is not None:
             return
-        for sig, grace in ((15, 5.0), (9, 5.0)):
+        # The first signal is sent before any await: a stop cancelled mid-way still stops.
+        for sig, grace in ((15, 5.0), (9, 5.0)) if graceful else ((9, 5.0),):
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, sig)
             with contextlib.suppress(TimeoutError):

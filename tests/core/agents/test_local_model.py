@@ -10,6 +10,7 @@ NEWSBENCH_REQUIRE_LOCAL_MODEL=1 (CI sets it): there a missing extra fails.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import importlib.util
 import socket
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from newsbench_dagster.core.agents.chat_endpoint import ChatEndpoint, Endpoint
 from newsbench_dagster.core.agents.protocol import AgentManifest, build_agent, load_manifest
 from newsbench_dagster.core.artifacts import LocalArtifactStore
 from newsbench_dagster.core.errors import ConfigError
@@ -24,6 +26,7 @@ from newsbench_dagster.core.harness.runner import Runner, run_tasks
 from newsbench_dagster.core.harness.settings import RunSettings
 from newsbench_dagster.core.scoring.failures import AGENT_FAILURES, SUCCESS
 from newsbench_dagster.core.scoring.score import score_run
+from newsbench_dagster.core.secrets import Redactor
 from tests.support.local_model import require_local_model
 from tests.support.paths import REPO
 
@@ -129,6 +132,47 @@ def test_a_server_that_cannot_start_is_the_environments_failure_named(
     assert by["broken-local"]["env_failure"] == "model_unavailable"
     assert "local model server for junk.gguf exited" in by["broken-local"]["error"]
     assert score_run(by["reference"], task)["success"]
+
+
+def test_a_call_stopped_mid_way_or_mid_restart_leaves_the_next_call_a_serving_model():
+    """A run's budget can run out in the middle of a model call, or of the restart after a
+    runaway. The server then goes on generating for nobody, or is half started. The next call
+    restarts it first and is served; before, it waited behind the abandoned generation, or
+    found no server and ended as model_unavailable (an environment failure that was not)."""
+    manifest = _with(load_manifest(TOOLS_MANIFEST), timeout_s=120)
+    chat = ChatEndpoint(Endpoint.of(manifest, str(REPO)), retry_backoff_s=0.1)
+    say = "Write a very long story about ships, harbours and their crews. "
+    long = {"messages": [{"role": "user", "content": say * 300}], "max_tokens": 2000}
+    short = {"messages": [{"role": "user", "content": "Say hi"}], "max_tokens": 4}
+
+    async def scenario() -> list[tuple[bool, int, int]]:
+        seen = []
+        async with chat.serve():
+            server = chat.server
+            async with chat.client(chat.endpoint.key()) as client:
+                # 1. Stopped mid-call: the server is left working on the long prompt.
+                call = asyncio.ensure_future(chat.complete(client, long, Redactor({})))
+                await asyncio.sleep(1.5)
+                call.cancel()
+                await asyncio.gather(call, return_exceptions=True)
+                seen.append((server.stale, server.restarts, 0))
+                reply = await chat.complete(client, short, Redactor({}))
+                seen.append((server.stale, server.restarts, len(reply["choices"])))
+                # 2. Stopped mid-restart: the old server killed, the new one not serving yet.
+                server.stale = True
+                call = asyncio.ensure_future(chat.complete(client, short, Redactor({})))
+                while server.restarts < 2:
+                    await asyncio.sleep(0.01)
+                await asyncio.sleep(0.05)
+                call.cancel()
+                await asyncio.gather(call, return_exceptions=True)
+                seen.append((server.stale, server.restarts, 0))
+                reply = await chat.complete(client, short, Redactor({}))
+                seen.append((server.stale, server.restarts, len(reply["choices"])))
+        return seen
+
+    seen = asyncio.run(scenario())
+    assert seen == [(True, 0, 0), (False, 1, 1), (True, 2, 0), (False, 3, 1)], seen
 
 
 def test_without_the_extra_the_manifest_is_refused_with_the_install_command(monkeypatch):
