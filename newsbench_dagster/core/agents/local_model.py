@@ -1,5 +1,6 @@
 """A local model as a real agent component: llama.cpp's OpenAI-compatible server
-(llama-cpp-python's `python -m llama_cpp.server`) started on loopback for the agents whose
+(llama-cpp-python's `python -m llama_cpp.server`, through `llama_serve`, which makes its tool
+calling honour `max_tokens`) started on loopback for the agents whose
 manifest asks for it, shared by every run of a batch, stopped after.
 
 Manifest `params` (both model-backed adapters):
@@ -12,12 +13,11 @@ Manifest `params` (both model-backed adapters):
 Both need the `local-model` extra (`uv sync --extra local-model`); without it the manifest is
 refused with that instruction. The server answers one request at a time, so calls take turns
 on `lock`, and a call's wall-clock cap starts once it holds the server: waiting behind another
-run's call is never counted against a model. llama-cpp-python's function calling ignores
-`max_tokens`, and a request it works on cannot be stopped by hanging up, so a call that ran
-past its cap leaves the server generating: `recover()` restarts it (about 2 s) so the next
-call does not wait behind a runaway. A call stopped mid-way (its run's budget ran out) leaves
-the server `stale` the same way, and so does a restart stopped mid-way: the next turn
-restarts it first, before its own cap starts.
+run's call is never counted against a model. A request the server works on cannot be
+stopped by hanging up, so a call that ran past its wall-clock cap leaves the server
+generating: `recover()` restarts it (about 2 s) so the next call does not wait behind it. A
+call stopped mid-way (its run's budget ran out) leaves the server `stale` the same way, and so
+does a restart stopped mid-way: the next turn restarts it first, before its own cap starts.
 """
 
 from __future__ import annotations
@@ -155,7 +155,8 @@ class LocalModelServer:
         self.port = self.port or free_port()
         m = self.model
         argv = [
-            sys.executable, "-m", "llama_cpp.server",
+            # llama_cpp.server, with max_tokens honoured when the model calls tools.
+            sys.executable, "-m", "newsbench_dagster.core.agents.llama_serve",
             "--model", str(m.path), "--model_alias", m.alias,
             "--chat_format", m.chat_format, "--n_ctx", str(m.n_ctx),
             "--host", "127.0.0.1", "--port", str(self.port),

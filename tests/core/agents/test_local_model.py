@@ -175,6 +175,33 @@ def test_a_call_stopped_mid_way_or_mid_restart_leaves_the_next_call_a_serving_mo
     assert seen == [(True, 0, 0), (False, 1, 1), (True, 2, 0), (False, 3, 1)], seen
 
 
+def test_the_servers_tool_calling_stops_at_the_requests_max_tokens_and_says_length():
+    """llama-cpp-python's own tool calling generates arguments with max_tokens=None (68 tokens
+    asked for 32 here, a runaway up to the context window); through llama_serve the request's
+    cap holds and the reply says it was cut."""
+    manifest = _with(load_manifest(TOOLS_MANIFEST), timeout_s=120)
+    chat = ChatEndpoint(Endpoint.of(manifest, str(REPO)))
+    write = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
+    essay = {
+        "messages": [{"role": "user", "content": "Use the write tool to write a 3000-word essay "
+                      "about ships and harbours."}],
+        "tools": [{"type": "function", "function": {"name": "write", "parameters": write}}],
+        "tool_choice": "auto",
+        "temperature": 0,
+        "max_tokens": 32,
+    }  # fmt: skip
+
+    async def ask() -> dict:
+        async with chat.serve(), chat.client(chat.endpoint.key()) as client:
+            return await chat.complete(client, essay, Redactor({}))
+
+    body = asyncio.run(ask())
+    (choice,) = body["choices"]
+    assert choice["message"]["tool_calls"], choice  # it did call the tool...
+    assert 0 < body["usage"]["completion_tokens"] <= 32, body["usage"]  # ...within the cap
+    assert choice["finish_reason"] == "length"
+
+
 def test_without_the_extra_the_manifest_is_refused_with_the_install_command(monkeypatch):
     real = importlib.util.find_spec
     monkeypatch.setattr(

@@ -68,6 +68,15 @@ SCRIPTS = {
     "runaway_tokens": [
         calls(tool_call("goto", RUNAWAY_ARGS), usage={"completion_tokens": 1795}),
     ],
+    # The same runaway from our llama_serve, which cuts it at the cap and says so: arguments
+    # that never ended, finish_reason "length" (as OpenAI reports a call cut at max_tokens).
+    "cut_args": [
+        calls(
+            tool_call("goto", RUNAWAY_ARGS[:600]),
+            usage={"completion_tokens": 250},
+            finish_reason="length",
+        ),
+    ],
     # Still generating when its 1 s cap fires (the server answers /v1/models meanwhile).
     "runaway_time": [calls(tool_call("read_page"), delay_s=3)],
     "malformed": [calls(tool_call("goto", MALFORMED_ARGS))] * 3,
@@ -158,6 +167,7 @@ def outcomes(harbor, browser_options, tmp_path_factory):
     "name, failure",
     [
         ("runaway_tokens", "runaway_output"),
+        ("cut_args", "runaway_output"),
         ("runaway_time", "runaway_output"),
         ("malformed", "malformed_tool_call"),
         ("nested", "malformed_tool_call"),
@@ -183,6 +193,9 @@ def test_a_runaway_is_capped_and_its_tokens_are_the_servers_count(outcomes):
     assert "1795 completion tokens" in row["error"] and "cap of 256" in row["error"]
     assert row["tokens"] == double.tokens_sent == 100 + 1795
     assert double.completions[0].body["max_tokens"] == 256  # asked, and not trusted
+    row, _, double = outcomes["cut_args"]
+    assert "cut at its 256-token cap in a tool call's arguments" in row["error"]
+    assert len(double.completions) == 1  # the cut call ends the run: no retry, no next turn
     row, _, double = outcomes["runaway_time"]
     assert "past its 1s cap" in row["error"] and len(double.completions) == 1  # not retried
 

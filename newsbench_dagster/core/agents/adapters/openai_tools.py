@@ -310,10 +310,11 @@ class OpenAIToolsAgent:
                     f"the model generated {completion} completion tokens in one call, over its "
                     f"cap of {cap} (max_completion_tokens; the server did not stop it)",
                 )
-            if finish == "length" and not calls:
+            if finish == "length":
+                # Cut at the cap: prose without a call, or a call whose arguments never ended.
+                what = "in a tool call's arguments" if calls else "without a tool call"
                 raise ModelOutputFailure(
-                    "runaway_output",
-                    f"the model's reply was cut at its {cap}-token cap without a tool call",
+                    "runaway_output", f"the model's reply was cut at its {cap}-token cap {what}"
                 )
             # The assistant turn goes back as sent, with a string content (llama.cpp's server
             # refuses null beside tool_calls; OpenAI, vLLM and Ollama take either).
