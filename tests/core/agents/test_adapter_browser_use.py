@@ -135,6 +135,11 @@ def test_browser_use_over_cdp_answers_from_the_page_the_harness_keeps(
     task = next(t for t in tasks if t["intent"] == "find_top_headline")
     monkeypatch.setenv(KEY_ENV, FAKE_KEY)
     monkeypatch.delenv("ANONYMIZED_TELEMETRY", raising=False)
+    # This process's temporary files in a folder of their own: other test workers run Browser
+    # Use at the same time, and their scratch in the shared /tmp is not this run's.
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
     before = time.time() - 1
     with OpenAIDouble(browser_use_model) as model:
         out = asyncio.run(
@@ -158,7 +163,7 @@ def test_browser_use_over_cdp_answers_from_the_page_the_harness_keeps(
     assert d["browser_use_version"].startswith("0.13.")
     assert "ANONYMIZED_TELEMETRY" not in os.environ  # set only while Browser Use was built
     # Its scratch files (storage state, step screenshots) went with the run.
-    assert not [p for p in Path(tempfile.gettempdir()).iterdir() if _bu_scratch(p, before)]
+    assert not [p for p in scratch.iterdir() if _bu_scratch(p, before)]
 
 
 def _bu_scratch(path: Path, since: float) -> bool:
