@@ -149,30 +149,29 @@ def test_a_call_stopped_mid_way_or_mid_restart_leaves_the_next_call_a_serving_mo
     short = {"messages": [{"role": "user", "content": "Say hi"}], "max_tokens": 4}
 
     async def scenario() -> list[tuple[bool, int, int]]:
-        seen = []
-        async with chat.serve():
+        async with chat.serve(), chat.client(chat.endpoint.key()) as client:
             server = chat.server
-            async with chat.client(chat.endpoint.key()) as client:
-                # 1. Stopped mid-call: the server is left working on the long prompt.
-                call = asyncio.ensure_future(chat.complete(client, long, Redactor({})))
-                await asyncio.sleep(1.5)
+
+            async def stopped_then_next(payload: dict, until) -> list[tuple[bool, int, int]]:
+                """A call stopped once `until()` returns, then the next call's outcome."""
+                call = asyncio.ensure_future(chat.complete(client, payload, Redactor({})))
+                await until()
                 call.cancel()
                 await asyncio.gather(call, return_exceptions=True)
-                seen.append((server.stale, server.restarts, 0))
+                stopped = (server.stale, server.restarts, 0)
                 reply = await chat.complete(client, short, Redactor({}))
-                seen.append((server.stale, server.restarts, len(reply["choices"])))
-                # 2. Stopped mid-restart: the old server killed, the new one not serving yet.
-                server.stale = True
-                call = asyncio.ensure_future(chat.complete(client, short, Redactor({})))
+                return [stopped, (server.stale, server.restarts, len(reply["choices"]))]
+
+            async def restarting() -> None:
                 while server.restarts < 2:
                     await asyncio.sleep(0.01)
                 await asyncio.sleep(0.05)
-                call.cancel()
-                await asyncio.gather(call, return_exceptions=True)
-                seen.append((server.stale, server.restarts, 0))
-                reply = await chat.complete(client, short, Redactor({}))
-                seen.append((server.stale, server.restarts, len(reply["choices"])))
-        return seen
+
+            # 1. Stopped mid-call: the server is left working on the long prompt.
+            seen = await stopped_then_next(long, lambda: asyncio.sleep(1.5))
+            # 2. Stopped mid-restart: the old server killed, the new one not serving yet.
+            server.stale = True
+            return seen + await stopped_then_next(short, restarting)
 
     seen = asyncio.run(scenario())
     assert seen == [(True, 0, 0), (False, 1, 1), (True, 2, 0), (False, 3, 1)], seen
