@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import re
 
-import lxml.html
 from lxml import etree
+
+from newsbench_dagster.core.reading.page_bytes import parse_html
 
 # What a challenge page's title or main heading says.
 _CHALLENGE_HEADING = re.compile(
@@ -112,7 +113,7 @@ def bot_check(html: str) -> str | None:
     if not html.strip():
         return None
     try:
-        doc = lxml.html.document_fromstring(html)
+        doc = parse_html(html)
     except (etree.ParserError, ValueError):
         return None
     classes, ids = _hidden_selectors(doc)
