@@ -49,6 +49,13 @@ STARTUP_TIMEOUT_S = 120.0
 LOCAL_KEY = "local"  # the server takes any key; loopback only
 
 
+def default_threads() -> int:
+    """Every core but one: the run's Chromium and the harness need one. llama.cpp's threads
+    wait for each other at every step, so one of them descheduled stalls the rest: on two busy
+    cores two threads crawled (calls past a 30 s cap) where one thread answered in 2 s."""
+    return max(1, (os.cpu_count() or 1) - 1)
+
+
 @dataclass(frozen=True)
 class LocalModel:
     """What to serve: the GGUF file, its name on the endpoint, context and chat format."""
@@ -57,7 +64,7 @@ class LocalModel:
     alias: str
     n_ctx: int = DEFAULT_CTX
     chat_format: str = DEFAULT_CHAT_FORMAT
-    threads: int = field(default_factory=lambda: default_threads())
+    threads: int = field(default_factory=default_threads)
 
     @classmethod
     def of(cls, params: dict, who: str, base_dir: str | Path = ".") -> LocalModel | None:
@@ -82,13 +89,6 @@ class LocalModel:
         if isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= 256:
             raise ConfigError(f"{who}: params.local_model_threads must be a count in [1, 256]")
         return cls(gguf_path(spec, who, base_dir), spec, n_ctx, str(chat_format), threads)
-
-
-def default_threads() -> int:
-    """Every core but one: the run's Chromium and the harness need one. llama.cpp's threads
-    wait for each other at every step, so one of them descheduled stalls the rest: on two busy
-    cores two threads crawled (calls past a 30 s cap) where one thread answered in 2 s."""
-    return max(1, (os.cpu_count() or 1) - 1)
 
 
 def gguf_path(spec: str, who: str, base_dir: str | Path = ".") -> Path:
