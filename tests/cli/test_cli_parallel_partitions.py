@@ -8,15 +8,13 @@ run one after the other, the first would wait out the barrier and leave no `met-
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 import duckdb
 import pytest
 import yaml
 from dagster import DagsterEventType, DagsterInstance
 
 from newsbench_dagster.cli.pipeline import materialize
-from newsbench_dagster.newsroom.clock import FixedClock
+from tests.support.newsroom_clock import frozen_now
 from tests.support.paths import REPO
 
 pytestmark = pytest.mark.heavy(45)
@@ -92,8 +90,7 @@ def _browser_steps(instance: DagsterInstance) -> list[tuple[float, float]]:
 def test_two_site_partitions_at_once_keep_every_row_once_and_the_serial_kpis(
     newsroom, tmp_path, monkeypatch
 ):
-    live, newsroom.clock = newsroom.clock, FixedClock(datetime.now(UTC))
-    try:
+    with frozen_now(newsroom):
         day = newsroom.clock().date()
         agents = _barrier_agents(tmp_path)
         barrier = tmp_path / "barrier"
@@ -121,8 +118,6 @@ def test_two_site_partitions_at_once_keep_every_row_once_and_the_serial_kpis(
             assert ok, log.read_text()
             with DagsterInstance.from_config(str(home)) as instance:
                 results[name] = db, _browser_steps(instance), log.read_text()
-    finally:
-        newsroom.clock = live
 
     (serial, serial_steps, _), (parallel, steps, log) = results["serial"], results["parallel"]
     # The two sites' agents ran at once: each site's first run met the other's at the barrier

@@ -8,15 +8,14 @@ from __future__ import annotations
 import inspect
 import io
 import re
-from datetime import UTC, datetime
 
 import pytest
 from rich.console import Console
 
 from newsbench_dagster.cli.common import LineProgress, progress
 from newsbench_dagster.cli.pipeline import materialize
-from newsbench_dagster.newsroom.clock import FixedClock
 from newsbench_dagster.paths import LOG_DIR
+from tests.support.newsroom_clock import frozen_now
 
 pytestmark = pytest.mark.heavy(15)  # one Dagster run of one site
 
@@ -64,8 +63,7 @@ def test_the_demos_steps_go_to_the_step_log_and_to_stderr_as_lines(
     home.mkdir()
     (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
     monkeypatch.setenv("DAGSTER_HOME", str(home))
-    live, newsroom.clock = newsroom.clock, FixedClock(datetime.now(UTC))
-    try:
+    with frozen_now(newsroom):
         day = newsroom.clock().date()
         resources = {
             "io_manager": {"database": str(tmp_path / "wh.duckdb")},
@@ -75,8 +73,6 @@ def test_the_demos_steps_go_to_the_step_log_and_to_stderr_as_lines(
         }
         log = tmp_path / "logs" / "materialize.log"
         ok = materialize([day], ["harbor"], newsroom.port, resources=resources, log_path=log)
-    finally:
-        newsroom.clock = live
     assert ok, log.read_text()
     steps = [line.split(" ", 1)[1] for line in log.read_text().splitlines()]
     assert [s.split(" ", 1)[0] for s in steps] == ["start", "ok", "start", "ok", "all"], steps

@@ -8,7 +8,6 @@ the files."""
 from __future__ import annotations
 
 import shutil
-from datetime import UTC, datetime
 
 import pytest
 from dagster import (
@@ -27,9 +26,9 @@ from newsbench_dagster.definitions import ASSETS
 from newsbench_dagster.defs.evaluation.checks import agent_manifests
 from newsbench_dagster.defs.partitions import agent_version_partitions
 from newsbench_dagster.defs.release.sensors import agent_registry
-from newsbench_dagster.newsroom.clock import FixedClock
 from newsbench_dagster.paths import AGENTS_DIR
 from newsbench_dagster.resources import AgentRegistryResource, ReleaseResource, TaskSetResource
+from tests.support.newsroom_clock import frozen_now
 from tests.support.pipeline_resources import local_resources
 
 BAD_YAML = "name: broken-yaml\nversion: [1\nadapter: reference\n"
@@ -120,26 +119,22 @@ def test_agent_runs_runs_the_main_channel_left_and_a_warning_check_lists_the_bro
         agents=AgentRegistryResource(directory=str(folder)),
         tasks=TaskSetResource(intents=["find_top_headline"]),
     )
-    live, newsroom.clock = newsroom.clock, FixedClock(datetime.now(UTC))
-    try:
-        with instance_for_test() as instance:
-            result = materialize(
-                [*ASSETS, agent_manifests],
-                selection=["feed_items", "news_tasks", "agent_runs"],
-                partition_key=MultiPartitionKey(
-                    {"site": "harbor", "day": newsroom.clock().date().isoformat()}
-                ),
-                resources=resources,
-                instance=instance,
-                raise_on_error=False,
-            )
-            warnings = [
-                e.user_message
-                for e in instance.all_logs(result.run_id)
-                if "agent manifest skipped" in (e.user_message or "")
-            ]
-    finally:
-        newsroom.clock = live
+    with frozen_now(newsroom), instance_for_test() as instance:
+        result = materialize(
+            [*ASSETS, agent_manifests],
+            selection=["feed_items", "news_tasks", "agent_runs"],
+            partition_key=MultiPartitionKey(
+                {"site": "harbor", "day": newsroom.clock().date().isoformat()}
+            ),
+            resources=resources,
+            instance=instance,
+            raise_on_error=False,
+        )
+        warnings = [
+            e.user_message
+            for e in instance.all_logs(result.run_id)
+            if "agent manifest skipped" in (e.user_message or "")
+        ]
 
     assert result.success
     runs = result.output_for_node("agent_runs")

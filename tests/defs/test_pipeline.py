@@ -19,8 +19,8 @@ from newsbench_dagster.core.analytics.tables import records
 from newsbench_dagster.core.scoring.score import score_run
 from newsbench_dagster.definitions import ASSETS
 from newsbench_dagster.defs.evaluation.checks import compliance
-from newsbench_dagster.newsroom.clock import FixedClock
 from newsbench_dagster.resources import TaskSetResource
+from tests.support.newsroom_clock import frozen_now
 from tests.support.pipeline_resources import local_resources
 
 pytestmark = pytest.mark.heavy(50)  # about 50 s on two busy cores
@@ -32,11 +32,8 @@ SITE_CHAIN = ["feed_items", "news_tasks", "agent_runs", "run_scores"]
 def env(newsroom, tmp_path):
     # The newsroom stopped at this instant for the test: on the live clock a story published
     # between the first materialization and the re-run added a feed item (CI, 14:18 UTC).
-    live, newsroom.clock = newsroom.clock, FixedClock(datetime.now(UTC))
-    try:
+    with frozen_now(newsroom):
         yield from _env(newsroom, tmp_path)
-    finally:
-        newsroom.clock = live
 
 
 def _env(newsroom, tmp_path):

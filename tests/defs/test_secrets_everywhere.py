@@ -17,7 +17,6 @@ import os
 import secrets
 import sys
 import zipfile
-from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
@@ -26,8 +25,8 @@ import yaml
 from dagster import MultiPartitionKey, instance_for_test, materialize
 
 from newsbench_dagster.definitions import ASSETS
-from newsbench_dagster.newsroom.clock import FixedClock
 from newsbench_dagster.resources import AgentRegistryResource, TaskSetResource
+from tests.support.newsroom_clock import frozen_now
 from tests.support.paths import REPO
 from tests.support.pipeline_resources import local_resources
 from tests.support.secret_scan import found, leaks_in_tree
@@ -94,9 +93,8 @@ def pipeline(newsroom_server, tmp_path_factory):
         agents=AgentRegistryResource(directory=str(agents)),
         tasks=TaskSetResource(intents=["find_top_headline"]),
     )
-    live, newsroom_server.clock = newsroom_server.clock, FixedClock(datetime.now(UTC))
-    day = newsroom_server.now().date().isoformat()
-    try:
+    with frozen_now(newsroom_server):
+        day = newsroom_server.now().date().isoformat()
         with pytest.MonkeyPatch.context() as mp, instance_for_test() as instance:
             mp.setenv(ENV, SECRET)
             with printed(tmp / "printed.txt"):
@@ -112,8 +110,6 @@ def pipeline(newsroom_server, tmp_path_factory):
                 json.dumps({"message": e.user_message, "event": repr(e.dagster_event)}, default=str)
                 for e in instance.all_logs(result.run_id)
             ]
-    finally:
-        newsroom_server.clock = live
     assert result.success
     with duckdb.connect(str(db), read_only=True) as con:
         tables = [

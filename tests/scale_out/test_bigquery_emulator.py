@@ -25,11 +25,11 @@ from google.cloud import bigquery
 from newsbench_dagster import definitions
 from newsbench_dagster.core.analytics import analyst_sql, tables
 from newsbench_dagster.defs.partitions import candidate_asset
-from newsbench_dagster.newsroom.clock import FixedClock
 from newsbench_dagster.resources import ArtifactStoreResource, NewsroomResource, TaskSetResource
 from newsbench_dagster.resources.bigquery import BigQueryWarehouse, normalize_loaded
 from newsbench_dagster.resources.warehouse import DATASET
 from tests.support.bigquery_emulator import PROJECT, bigquery_emulator
+from tests.support.newsroom_clock import frozen_now
 from tests.support.tasks import LEAD_AND_METADATA
 
 pytestmark = pytest.mark.heavy(40)  # about 25 s; 40 s on two busy cores
@@ -132,9 +132,8 @@ def test_the_site_day_and_kpi_jobs_write_bigquery_and_the_analyst_sql_reads_it(
     site_day, kpi_job = defs.resolve_job_def("site_day_job"), defs.resolve_job_def("kpi_job")
     # The newsroom stopped at one instant: a story published between two runs of a partition
     # would add a feed item.
-    live, newsroom.clock = newsroom.clock, FixedClock(datetime.now(UTC))
-    day = newsroom.clock().date().isoformat()
-    try:
+    with frozen_now(newsroom):
+        day = newsroom.clock().date().isoformat()
         with instance_for_test() as instance:
 
             def run(site: str):
@@ -155,8 +154,6 @@ def test_the_site_day_and_kpi_jobs_write_bigquery_and_the_analyst_sql_reads_it(
             assert _partition_rows(run("harbor")) == written["harbor"]
             assert _counts(client) == before
             assert kpi_job.execute_in_process(partition_key=day, instance=instance).success
-    finally:
-        newsroom.clock = live
 
     for table, key in KEYS.items():
         sql = f"SELECT COUNT(*) AS n, COUNT(DISTINCT {key}) AS d FROM {DATASET}.{table}"
