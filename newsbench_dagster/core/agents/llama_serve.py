@@ -64,20 +64,13 @@ def _with_budget(create_chat_completion: Callable[..., Any]) -> Callable[..., An
     return budgeted
 
 
-def honour_max_tokens() -> None:
-    """Patch llama_cpp.Llama (once) so a chat request's max_tokens bounds all it generates."""
+def main() -> None:
+    """Patch llama_cpp.Llama in this (server) process, then serve."""
     from llama_cpp import Llama
+    from llama_cpp.server.__main__ import main as serve
 
-    if getattr(Llama.create_chat_completion, "__newsbench_budget__", False):
-        return
     Llama.create_completion = _within_budget(Llama.create_completion)
     Llama.create_chat_completion = _with_budget(Llama.create_chat_completion)
-    Llama.create_chat_completion.__newsbench_budget__ = True  # type: ignore[attr-defined]
-
-
-def main() -> None:
-    honour_max_tokens()
-    from llama_cpp.server.__main__ import main as serve
 
     serve()
 
