@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import gc
+import os
+import random
+import sys
 from datetime import UTC, datetime
 
 import pytest
@@ -17,15 +21,88 @@ from newsbench_dagster.paths import SITES_FILE
 SEED = 7
 
 
+ORDERS = ("heavy-first", "reverse", "random")
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--order",
+        choices=ORDERS,
+        default="heavy-first",
+        help="test order: heavy-first (default: the scheduling below), reverse (files in "
+        "reverse collection order) or random (files and each file's tests shuffled by "
+        "--order-seed); the last two find tests that depend on what ran before them",
+    )
+    parser.addoption("--order-seed", type=int, default=None, help="seed of --order random")
+
+
+def pytest_configure(config):
+    # Every xdist worker must collect the same order: the controller picks the seed once and
+    # the workers, started after this, inherit it.
+    if config.getoption("order") == "random" and not hasattr(config, "workerinput"):
+        seed = config.getoption("order_seed")
+        os.environ["NEWSBENCH_ORDER_SEED"] = str(
+            seed if seed is not None else random.randrange(1_000_000)
+        )
+
+
+def pytest_report_header(config):
+    if config.getoption("order") == "random":
+        return f"test order: random, --order-seed {os.environ['NEWSBENCH_ORDER_SEED']}"
+    return f"test order: {config.getoption('order')}"
+
+
 def pytest_collection_modifyitems(config, items):
-    """Files marked `heavy(seconds)` first, longest first, then the rest in their order: the
-    workers start on the longest files, and the short ones fill in at the end."""
+    """By default files marked `heavy(seconds)` first, longest first, then the rest in their
+    order: the workers start on the longest files, and the short ones fill in at the end."""
+    order = config.getoption("order")
+    if order == "heavy-first":
 
-    def weight(item) -> float:
-        mark = item.get_closest_marker("heavy")
-        return -(mark.args[0] if mark and mark.args else 0)
+        def weight(item) -> float:
+            mark = item.get_closest_marker("heavy")
+            return -(mark.args[0] if mark and mark.args else 0)
 
-    items.sort(key=weight)
+        items.sort(key=weight)
+        return
+    files: dict[str, list] = {}
+    for item in items:
+        files.setdefault(str(item.path), []).append(item)
+    groups = list(files.values())
+    if order == "reverse":
+        groups.reverse()
+    else:
+        rng = random.Random(int(os.environ["NEWSBENCH_ORDER_SEED"]))
+        rng.shuffle(groups)
+        for group in groups:
+            rng.shuffle(group)
+    items[:] = [item for group in groups for item in group]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def no_dagster_context_left_open(request):
+    """Fails the test file that leaves a Dagster sensor, schedule or resource context open.
+
+    Such a context entered a DagsterInstance, which set Dagster's current definitions-state
+    storage (a context variable holding the instance only weakly). Whenever the garbage
+    collector finalizes the context, that variable is reset to the storage of the instance
+    that was current when it opened (by then a closed `instance_for_test()`), and the next
+    file to load Definitions fails on "Attempted to resolve undefined DagsterInstance weakref"
+    in a test that had nothing to do with it. Collecting here makes the leak show now, in the
+    file that caused it. Open contexts with `with build_sensor_context(...) as context:`."""
+    yield
+    base = sys.modules.get("dagster._core.storage.defs_state.base")
+    if base is None:  # this worker never loaded Dagster's instance code
+        return
+    gc.collect()
+    storage = base.DefsStateStorage.get()
+    if storage is not None:
+        base._current_storage.set(None)  # the next file starts clean
+        pytest.fail(
+            f"{request.node.nodeid} left a Dagster context open: the current defs-state "
+            "storage is still set after the file ended (open sensor/schedule contexts with "
+            "`with build_sensor_context(...) as context:`)",
+            pytrace=False,
+        )
 
 
 @pytest.fixture(scope="session")

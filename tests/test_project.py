@@ -11,7 +11,7 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from dagster import AssetKey, build_schedule_context, instance_for_test
+from dagster import AssetKey, instance_for_test
 from typer.testing import CliRunner
 
 from newsbench_dagster.cli import app
@@ -20,6 +20,7 @@ from newsbench_dagster.definitions import defs, production
 from newsbench_dagster.defs.evaluation.jobs import nightly_sweep
 from newsbench_dagster.defs.partitions import SITE_KEYS
 from newsbench_dagster.paths import PROJECT_ROOT, SITES_FILE
+from tests.support.evaluate import schedule_tick
 
 CORE = PROJECT_ROOT / "newsbench_dagster" / "core"
 NEWSROOM = PROJECT_ROOT / "newsbench_dagster" / "newsroom"
@@ -106,10 +107,11 @@ def test_graph_shape_and_partitions():
 
 def test_nightly_schedule_requests_one_run_per_site():
     with instance_for_test() as instance:
-        ctx = build_schedule_context(
-            instance=instance, scheduled_execution_time=datetime(2026, 11, 30, 22, tzinfo=UTC)
+        requests = schedule_tick(
+            nightly_sweep,
+            instance=instance,
+            scheduled_execution_time=datetime(2026, 11, 30, 22, tzinfo=UTC),
         )
-        requests = list(nightly_sweep(ctx))
     assert [r.partition_key for r in requests] == [f"2026-11-30|{s}" for s in SITE_KEYS]
     assert len({r.run_key for r in requests}) == len(SITE_KEYS)
 
@@ -121,11 +123,11 @@ def test_hourly_canary_rotates_through_every_site():
     hours = len(SITE_KEYS) // CANARY_SITES_PER_HOUR
     with instance_for_test() as instance:
         for h in range(hours):
-            ctx = build_schedule_context(
+            requests = schedule_tick(
+                hourly_canary,
                 instance=instance,
                 scheduled_execution_time=datetime(2026, 11, 30, h, 30, tzinfo=UTC),
             )
-            requests = list(hourly_canary(ctx))
             assert len(requests) == CANARY_SITES_PER_HOUR
             assert all(r.tags["newsbench/trigger"] == "canary" for r in requests)
             seen += [r.partition_key.split("|")[1] for r in requests]

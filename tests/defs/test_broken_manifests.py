@@ -14,7 +14,6 @@ from dagster import (
     AssetCheckSeverity,
     MultiPartitionKey,
     SkipReason,
-    build_sensor_context,
     instance_for_test,
     materialize,
 )
@@ -28,6 +27,7 @@ from newsbench_dagster.defs.partitions import agent_version_partitions
 from newsbench_dagster.defs.release.sensors import agent_registry
 from newsbench_dagster.paths import AGENTS_DIR
 from newsbench_dagster.resources import AgentRegistryResource, ReleaseResource, TaskSetResource
+from tests.support.evaluate import sensor_tick
 from tests.support.newsroom_clock import frozen_now
 from tests.support.pipeline_resources import local_resources
 
@@ -55,15 +55,14 @@ def test_the_sensor_evaluates_the_other_candidates_and_names_the_broken(tmp_path
         "release": ReleaseResource(),
     }
     with instance_for_test() as instance:
-        ctx = build_sensor_context(instance_ref=instance.get_ref(), resources=resources)
-        result = agent_registry(ctx)
+        result = sensor_tick(agent_registry, instance_ref=instance.get_ref(), resources=resources)
         # The valid new candidate is evaluated (it was "agent manifests unreadable" before).
         (request,) = result.run_requests
         assert request.partition_key.startswith("selector-baseline@0.1.0+")
         instance.add_dynamic_partitions(agent_version_partitions.name, [request.partition_key])
 
         # Nothing new left: the skip reason names each broken file and its error.
-        again = agent_registry(build_sensor_context(instance=instance, resources=resources))
+        again = sensor_tick(agent_registry, instance=instance, resources=resources)
         assert isinstance(again, SkipReason)
         reason = again.skip_message
         assert "no new candidate among 2 manifest(s)" in reason

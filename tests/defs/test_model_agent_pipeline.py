@@ -13,7 +13,7 @@ from datetime import date
 
 import duckdb
 import pytest
-from dagster import MultiPartitionKey, build_sensor_context, instance_for_test
+from dagster import MultiPartitionKey, instance_for_test
 
 from newsbench_dagster.definitions import RESOURCES_LOCAL, build_definitions
 from newsbench_dagster.defs.release.sensors import agent_registry
@@ -27,6 +27,7 @@ from newsbench_dagster.resources import (
     TaskSetResource,
     duckdb_warehouse,
 )
+from tests.support.evaluate import sensor_tick
 from tests.support.local_model import require_local_model
 
 pytestmark = pytest.mark.heavy(120)
@@ -78,10 +79,8 @@ def test_the_sensor_picks_the_model_up_and_the_gate_decides_it_with_reasons(
     )
     defs = _defs(tmp_path, newsroom_server, registry, release=release)
     with instance_for_test() as instance:
-        sensed = agent_registry(
-            build_sensor_context(
-                instance=instance, resources={"agents": registry, "release": release}
-            )
+        sensed = sensor_tick(
+            agent_registry, instance=instance, resources={"agents": registry, "release": release}
         )
         (request,) = sensed.run_requests
         assert request.partition_key.startswith(f"{MODEL}@")

@@ -33,6 +33,7 @@ from newsbench_dagster.defs.release.checks import compliance_gate
 from newsbench_dagster.defs.release.sensors import agent_registry
 from newsbench_dagster.paths import AGENTS_DIR
 from newsbench_dagster.resources import AgentRegistryResource, ReleaseResource, duckdb_warehouse
+from tests.support.evaluate import sensor_tick
 
 pytestmark = pytest.mark.heavy(25)  # about 25 s on two busy cores
 
@@ -55,14 +56,16 @@ def test_a_new_manifest_adds_a_partition_and_requests_one_run(tmp_path):
     agents = tmp_path / "agents"
     agents.mkdir()
     shutil.copy(AGENTS_DIR / "reference.yaml", agents)
-    with instance_for_test() as instance:
-        ctx = build_sensor_context(
+    with (
+        instance_for_test() as instance,
+        build_sensor_context(
             instance=instance,
             resources={
                 "agents": AgentRegistryResource(directory=str(agents)),
                 "release": ReleaseResource(),
             },
-        )
+        ) as ctx,
+    ):
         assert isinstance(_evaluate(ctx), SkipReason)  # the baseline alone: nothing to do
 
         shutil.copy(AGENTS_DIR / "selector-baseline.yaml", agents)
@@ -241,10 +244,10 @@ def candidate_evaluation(newsroom_server, tmp_path_factory):
         }
     )
     with instance_for_test() as instance:
-        sensed = agent_registry(
-            build_sensor_context(
-                instance=instance, resources={"agents": registry, "release": ReleaseResource()}
-            )
+        sensed = sensor_tick(
+            agent_registry,
+            instance=instance,
+            resources={"agents": registry, "release": ReleaseResource()},
         )
         (request,) = sensed.run_requests
         (add,) = sensed.dynamic_partitions_requests

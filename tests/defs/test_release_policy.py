@@ -3,11 +3,12 @@ with its defaults, and the sensor skips, by name, a candidate the baseline rule 
 
 from __future__ import annotations
 
-from dagster import SkipReason, build_sensor_context, instance_for_test
+from dagster import SkipReason, instance_for_test
 
 from newsbench_dagster.core.release.policy import Policy
 from newsbench_dagster.defs.release.sensors import agent_registry
 from newsbench_dagster.resources import AgentRegistryResource, ReleaseResource
+from tests.support.evaluate import sensor_tick
 
 
 def test_the_resource_is_the_policy_with_its_defaults():
@@ -30,15 +31,16 @@ def test_the_sensor_skips_a_candidate_without_a_baseline_and_says_why(tmp_path):
     (tmp_path / "c.yaml").write_text("name: gamma\nversion: '1'\nadapter: reference\n")
     agents = AgentRegistryResource(directory=str(tmp_path))
     with instance_for_test() as instance:
-        ctx = build_sensor_context(
-            instance=instance, resources={"agents": agents, "release": ReleaseResource()}
+        skipped = sensor_tick(
+            agent_registry,
+            instance=instance,
+            resources={"agents": agents, "release": ReleaseResource()},
         )
-        skipped = agent_registry(ctx)
         assert isinstance(skipped, SkipReason)
         assert "gamma@1+" in skipped.skip_message and "2 main-channel" in skipped.skip_message
-        named = build_sensor_context(
+        (request,) = sensor_tick(
+            agent_registry,
             instance=instance,
             resources={"agents": agents, "release": ReleaseResource(baseline="beta")},
-        )
-        (request,) = agent_registry(named).run_requests
+        ).run_requests
         assert request.partition_key.startswith("gamma@1+")
