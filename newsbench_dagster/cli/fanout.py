@@ -13,7 +13,6 @@ import multiprocessing
 import os
 import socket
 import threading
-import warnings
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
@@ -42,11 +41,8 @@ def instance():
     os.environ.setdefault("DAGSTER_HOME", str(DAGSTER_HOME))
     home = Path(os.environ["DAGSTER_HOME"])
     home.mkdir(parents=True, exist_ok=True)
-    from dagster import BetaWarning, DagsterInstance, PreviewWarning
+    from dagster import DagsterInstance
 
-    # The APIs we rely on are marked beta/preview; say so once in the docs, not on every run.
-    warnings.filterwarnings("ignore", category=BetaWarning)
-    warnings.filterwarnings("ignore", category=PreviewWarning)
     with turn(home / ".instance.lock", f"the Dagster instance in {home}"):
         return DagsterInstance.get()
 
