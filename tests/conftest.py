@@ -52,6 +52,12 @@ def pytest_report_header(config):
     return f"test order: {config.getoption('order')}"
 
 
+def pytest_terminal_summary(terminalreporter, config):
+    # Again at the end, where -q shows it too: the seed repeats a failing order.
+    if config.getoption("order") == "random":
+        terminalreporter.write_line(pytest_report_header(config))
+
+
 def pytest_collection_modifyitems(config, items):
     """By default files marked `heavy(seconds)` first, longest first, then the rest in their
     order: the workers start on the longest files, and the short ones fill in at the end."""
