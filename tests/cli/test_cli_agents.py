@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from newsbench_dagster.cli import app
 from newsbench_dagster.core.agents.protocol import load_manifests
 from newsbench_dagster.paths import AGENTS_DIR
 from tests.support.net import free_port
+
+# Agents tried from the shell in real Chromium, ten times: about 40 s on two busy cores.
+pytestmark = pytest.mark.heavy(40)
 
 
 def test_agents_list_shows_every_manifest_with_its_content_hashed_version():

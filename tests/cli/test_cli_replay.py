@@ -6,11 +6,15 @@ from __future__ import annotations
 import gzip
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from newsbench_dagster.cli import app
 from newsbench_dagster.paths import AGENTS_DIR, PROJECT_ROOT, SITES_FILE, SUITES_DIR
 from tests.support.net import free_port
+
+# Records pages in Chromium and replays them, five times: about 45 s on two busy cores.
+pytestmark = pytest.mark.heavy(45)
 
 
 def test_record_tasks_then_replay_them_offline_with_a_coverage_report(tmp_path):

@@ -15,6 +15,9 @@ from newsbench_dagster.defs.quality.checks import kpi_daily_quality, run_scores_
 from newsbench_dagster.resources import duckdb_warehouse
 from newsbench_dagster.resources.warehouse import DATASET
 
+# Two real materializations: about 20 s on two busy cores.
+pytestmark = pytest.mark.heavy(20)
+
 DAY = "2026-11-02"
 
 DATA_QUALITY_CHECKS = [run_scores_quality, kpi_daily_quality]

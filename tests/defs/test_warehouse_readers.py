@@ -11,6 +11,7 @@ import threading
 import time
 
 import duckdb
+import pytest
 from dagster import MultiPartitionKey, instance_for_test, materialize
 
 from newsbench_dagster.core.analytics import snapshot
@@ -18,6 +19,9 @@ from newsbench_dagster.core.analytics.warehouse import table_rows
 from newsbench_dagster.definitions import ASSETS
 from newsbench_dagster.resources import TaskSetResource
 from tests.support.pipeline_resources import local_resources
+
+# A real run waiting on an outside reader: about 15 s on two busy cores.
+pytestmark = pytest.mark.heavy(15)
 
 DAY = "2026-11-29"
 

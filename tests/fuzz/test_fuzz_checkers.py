@@ -19,6 +19,9 @@ from newsbench_dagster.core.tasks.intents import ALL_INTENTS, INTENTS
 from newsbench_dagster.core.tasks.produce import todays_tasks
 from newsbench_dagster.core.web.network import Fetcher, Routing
 
+# 400 examples a property over every intent's checker: about 40 s on two busy cores.
+pytestmark = pytest.mark.heavy(40)
+
 
 @pytest.fixture(scope="module")
 def judged(newsroom_server, registry, observe_urls):

@@ -19,6 +19,9 @@ from newsbench_dagster.core.tasks.suites import Problem, SuiteLoad, load_suite_f
 from newsbench_dagster.core.web.sites import load_sites
 from newsbench_dagster.paths import SITES_FILE, SUITES_DIR
 
+# 400 examples a property over the suite loader: about 30 s on two busy cores.
+pytestmark = pytest.mark.heavy(30)
+
 ALLOWED = sorted(load_sites(SITES_FILE).allowed_origins)
 SITE_KEYS = [s.key for s in load_sites(SITES_FILE).sites]
 CURATED = [

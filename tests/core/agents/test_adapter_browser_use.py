@@ -36,6 +36,9 @@ from tests.support.model_adapters import (
 from tests.support.net import free_port
 from tests.support.openai_double import OpenAIDouble, reply, text_of
 
+# Browser Use over CDP in real Chromium: about 30 s on two busy cores.
+pytestmark = pytest.mark.heavy(30)
+
 # Browser Use's model reads the lead from the page's JSON-LD with its `evaluate` action, then
 # reports it with `done`; the script finds the evaluate result in what Browser Use sent back.
 LEAD_JS = (

@@ -25,6 +25,9 @@ from newsbench_dagster.newsroom.server import NewsroomServer
 from newsbench_dagster.newsroom.world import Newsroom
 from newsbench_dagster.paths import AGENTS_DIR
 
+# The baseline learned and run in real Chromium: about 20 s on two busy cores.
+pytestmark = pytest.mark.heavy(20)
+
 # Harbor (classic) redesigns on 2026-11-16, Rheinblatt (grid) on 2026-11-23: before both,
 # and after Harbor's only.
 BEFORE = datetime(2026, 11, 10, 15, 0, tzinfo=UTC)

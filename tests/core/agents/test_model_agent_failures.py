@@ -32,6 +32,9 @@ from tests.support.openai_double import (
     tool_call,
 )
 
+# A real llama.cpp server and real runs: about 30 s on two busy cores.
+pytestmark = pytest.mark.heavy(30)
+
 # SmolLM2's own outputs (see the module docstring).
 RUNAWAY_ARGS = '{"url": "https://harbor-herald.test/' + "news/" * 400 + '"}'
 MALFORMED_ARGS = (

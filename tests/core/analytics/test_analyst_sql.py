@@ -279,6 +279,7 @@ def test_kpi_view_on_duckdb_matches_the_rollup(tmp_path):
     assert by_version.loc["v0-unscored", "n_env_failures"] == 0  # ambiguous: nobody's failure
 
 
+@pytest.mark.heavy(12)  # about 12 s on two busy cores
 def test_kpi_view_matches_the_materialized_kpi_daily_asset(tmp_path):
     """The acceptance test: the analyst SQL parses as BigQuery and returns the same numbers as
     the assets on DuckDB (the real `kpi_daily` asset, materialized by Dagster from the file)."""

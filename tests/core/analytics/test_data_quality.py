@@ -119,6 +119,7 @@ def failures(result: dict) -> set[tuple[str, str]]:
     return {(f["expectation"], f["column"]) for f in result["failed"]}
 
 
+@pytest.mark.heavy(10)  # about 10 s on two busy cores
 def test_valid_partitions_pass():
     for table, rows in (("run_scores", GOOD_SCORES), ("kpi_daily", GOOD_KPIS)):
         result = dq.validate(table, frame(table, rows))

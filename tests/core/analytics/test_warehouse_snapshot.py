@@ -19,6 +19,9 @@ from newsbench_dagster.core.analytics import snapshot, tables
 from newsbench_dagster.core.analytics.warehouse import SCHEMA
 from newsbench_dagster.core.analytics.warehouse_lock import WarehouseBusy, warehouse_turn
 
+# Real writes racing readers of the warehouse: about 20 s on two busy cores.
+pytestmark = pytest.mark.heavy(20)
+
 DAY = "2026-11-30"
 NEWSBENCH = str(Path(sys.executable).parent / "newsbench")
 

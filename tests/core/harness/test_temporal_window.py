@@ -23,6 +23,9 @@ from newsbench_dagster.newsroom.server import NewsroomServer
 from newsbench_dagster.newsroom.world import Newsroom
 from tests.support.tasks import LEAD_AND_METADATA
 
+# Real runs across a rotating lead: about 20 s on two busy cores.
+pytestmark = pytest.mark.heavy(20)
+
 AT = datetime(2026, 11, 30, 15, 1, tzinfo=UTC)
 
 

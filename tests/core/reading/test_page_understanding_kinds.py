@@ -55,6 +55,7 @@ def summary_shown(site: SiteWorld) -> bool:
 
 
 # -- kinds ---------------------------------------------------------------------------------
+@pytest.mark.heavy(20)  # about 20 s on two busy cores
 def test_every_newsroom_page_type_has_its_kind(world: Newsroom) -> None:
     versions: set[tuple[str, int]] = set()
     for spec in world.sites:
@@ -437,6 +438,7 @@ def test_no_main_uses_the_page_minus_its_chrome() -> None:
     assert r.kind == "collection" and r.main_heading is None
 
 
+@pytest.mark.heavy(20)  # about 20 s on two busy cores
 def test_ten_megabytes_of_teasers_and_fact_boxes() -> None:
     head = '<html lang="en"><head><title>Big</title></head><body><main><h1>Big page</h1>'
     teaser = (

@@ -219,6 +219,7 @@ def test_suggest_rules_finds_the_noise_a_crawler_records(tmp_path):
     assert plain.match("GET", f"{H}/assets/app.css?v=00ff00ff00").tag == "miss"
 
 
+@pytest.mark.heavy(10)  # about 10 s on two busy cores
 def test_suggest_rules_on_a_newsroom_recording_with_noisy_loads(tmp_path):
     """Recorded from the newsroom (frozen with --at) through loads that carry a crawler's
     noise: epoch and hash cache busters on the front page, ISO timestamps on two different

@@ -64,6 +64,7 @@ _BOMB_CHILD = textwrap.dedent(
 ).replace("ADDRESS_SPACE", str(ADDRESS_SPACE))
 
 
+@pytest.mark.heavy(10)  # about 10 s on two busy cores
 def test_a_gzip_bomb_page_is_refused_in_bounded_memory_by_audit_index_and_replay(tmp_path):
     """3 KB of WARC, 1.2 GB once its page is decoded: replay reached 7.9 GB and the audit said
     "clean" at 2.5 GB. Checked in a child whose address space is capped at 1.5 GB, so a
