@@ -35,6 +35,11 @@ from tests.support.openai_double import (
 # A real llama.cpp server and real runs: about 30 s on two busy cores.
 pytestmark = pytest.mark.heavy(30)
 
+# These runs test the adapters' failure classes, not the harness's pace: on two cores beside
+# three other test files' browsers and a model, the entry page's observation once took longer
+# than the default 10 s and a Browser Use run ended as oracle_unavailable (CI).
+OBSERVE_S = 60
+
 # SmolLM2's own outputs (see the module docstring).
 RUNAWAY_ARGS = '{"url": "https://harbor-herald.test/' + "news/" * 400 + '"}'
 MALFORMED_ARGS = (
@@ -153,7 +158,9 @@ def outcomes(harbor, browser_options, tmp_path_factory):
                 options=browser_options,
                 robots=robots,
                 store=LocalArtifactStore(tmp_path_factory.mktemp("artifacts")),
-                settings=RunSettings(screenshot=False, artifacts=("dom",), concurrency=4),
+                settings=RunSettings(
+                    screenshot=False, artifacts=("dom",), concurrency=4, observe_timeout_s=OBSERVE_S
+                ),
             )
             rows = run_tasks([task], day, runner)
     finally:
@@ -305,7 +312,9 @@ def browser_use_runs(harbor, browser_options, tmp_path_factory):
                 options=browser_options,
                 robots=robots,
                 store=LocalArtifactStore(tmp_path_factory.mktemp("artifacts")),
-                settings=RunSettings(screenshot=False, artifacts=(), concurrency=2),
+                settings=RunSettings(
+                    screenshot=False, artifacts=(), concurrency=2, observe_timeout_s=OBSERVE_S
+                ),
             )
             rows = run_tasks([task], day, runner)
     finally:
