@@ -1,20 +1,16 @@
 #!/usr/bin/env bash
 # Install everything Newsbench needs on a fresh Debian/Ubuntu machine: uv, Python deps, Chromium.
 # Idempotent: safe to run again.
-#   --local-model  also the local-model extra: llama.cpp's server (llama-cpp-python, compiled
-#                  here: about 4-6 min on 2 cores) and SmolLM2-135M-Instruct (README: Agents).
+#   --local-model  also the local-model extra: llama.cpp's server (prebuilt in the xllamacpp
+#                  wheel) and SmolLM2-135M-Instruct (README: Agents), about 130 MB of wheels.
 #                  Kept on later runs without the flag once installed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 extras=()
 if [ "${1:-}" = "--local-model" ] || { [ -x .venv/bin/python ] && .venv/bin/python -c \
-    'import importlib.util as u, sys; sys.exit(u.find_spec("llama_cpp") is None)' 2>/dev/null; }; then
+    'import importlib.util as u, sys; sys.exit(u.find_spec("xllamacpp") is None)' 2>/dev/null; }; then
   extras=(--extra local-model)
-  # A portable build (no -march=native), without the multimodal library (mtmd, loaded only
-  # by image chat formats, which nothing here uses).
-  export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF}"
-  echo "with the local-model extra (llama-cpp-python compiles once, minutes)" >&2
 fi
 
 if ! command -v uv >/dev/null 2>&1; then

@@ -12,7 +12,7 @@ import pytest
 
 def require_local_model() -> None:
     """Skip (or, where required, fail) the calling test or module without the extra."""
-    if importlib.util.find_spec("llama_cpp") is not None:
+    if importlib.util.find_spec("xllamacpp") is not None:
         return
     why = "the local-model extra is not installed (scripts/install.sh --local-model)"
     if os.environ.get("NEWSBENCH_REQUIRE_LOCAL_MODEL") == "1":

@@ -1,78 +1,58 @@
-"""llama-cpp-python's OpenAI-compatible server (`python -m llama_cpp.server`), with a request's
-`max_tokens` honoured when it calls tools: what `LocalModelServer` starts.
+"""llama.cpp's own OpenAI-compatible server, prebuilt in the xllamacpp wheel, serving one GGUF
+on loopback until SIGTERM: what `LocalModelServer` starts, in a process of its own so that a
+server left generating for nobody can be killed and restarted.
 
-llama-cpp-python's `chatml-function-calling` handler drops `max_tokens` (it generates a tool
-call's arguments, and a prose reply, with `max_tokens=None`: up to the context window). A model
-that never closes its JSON string then generates until the harness's wall-clock cap cuts the
-call, and the server must be restarted. The time that takes grows with the machine's load, so a
-busy machine was charged to the model. Here each chat request's `max_tokens` is a budget shared
-by every completion the handler makes for it (tool name, arguments, follow-up), so a runaway
-stops at the token cap the manifest set (`max_completion_tokens`), and the reply says so as
-OpenAI's does: `finish_reason: "length"`. The cap does not depend on the load.
+    python -m newsbench_dagster.core.agents.llama_serve --model F.gguf --alias NAME --port P
+        [--ctx TOKENS] [--threads N] [--chat-template FILE.jinja]
 
-    python -m newsbench_dagster.core.agents.llama_serve --model F.gguf ...  (llama_cpp.server's
-    own arguments)
+Without --chat-template the model's own template (from its GGUF) is used. llama.cpp renders it
+with Jinja (no HTML escaping) and honours a request's `max_tokens` for everything it generates,
+tool calls included, saying `finish_reason: "length"` when it cut.
 """
 
 from __future__ import annotations
 
-import functools
-import threading
-from collections.abc import Callable
-from typing import Any
-
-# The budget of the chat request this thread serves (the server runs each in one thread).
-_request = threading.local()
+import argparse
+import os
+import signal
+import sys
 
 
-def _within_budget(create_completion: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(create_completion)
-    def bounded(self: Any, *args: Any, **kwargs: Any) -> Any:
-        left = getattr(_request, "left", None)
-        if left is None or kwargs.get("stream"):
-            return create_completion(self, *args, **kwargs)
-        asked = kwargs.get("max_tokens")
-        # 1 at least: llama-cpp-python reads max_tokens <= 0 as "up to the context window".
-        kwargs["max_tokens"] = max(1, left if not asked or asked < 0 else min(asked, left))
-        out = create_completion(self, *args, **kwargs)
-        if isinstance(out, dict):
-            _request.left = left - int((out.get("usage") or {}).get("completion_tokens") or 0)
-            if any(c.get("finish_reason") == "length" for c in out.get("choices") or ()):
-                _request.cut = True
-        return out
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="llama_serve", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", required=True, help="the GGUF file")
+    parser.add_argument("--alias", required=True, help="the model's name on the endpoint")
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--ctx", type=int, default=8192, help="context window in tokens")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--chat-template", help="a Jinja chat template file")
+    args = parser.parse_args(argv)
 
-    return bounded
+    import xllamacpp
 
-
-def _with_budget(create_chat_completion: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(create_chat_completion)
-    def budgeted(self: Any, *args: Any, **kwargs: Any) -> Any:
-        cap = kwargs.get("max_tokens")
-        if not isinstance(cap, int) or cap <= 0 or kwargs.get("stream"):
-            return create_chat_completion(self, *args, **kwargs)
-        _request.left, _request.cut = cap, False
-        try:
-            out = create_chat_completion(self, *args, **kwargs)
-        finally:
-            _request.left = None
-        if _request.cut and isinstance(out, dict):
-            # A tool call cut at the cap is reported as "tool_calls" by the handler.
-            for choice in out.get("choices") or ():
-                choice["finish_reason"] = "length"
-        return out
-
-    return budgeted
-
-
-def main() -> None:
-    """Patch llama_cpp.Llama in this (server) process, then serve."""
-    from llama_cpp import Llama
-    from llama_cpp.server.__main__ import main as serve
-
-    Llama.create_completion = _within_budget(Llama.create_completion)
-    Llama.create_chat_completion = _with_budget(Llama.create_chat_completion)
-
-    serve()
+    params = xllamacpp.CommonParams()
+    params.model.path = args.model
+    params.model_alias = {args.alias}
+    params.n_ctx = args.ctx
+    params.n_parallel = 1  # one slot: the harness sends one request at a time
+    params.cpuparams.n_threads = args.threads
+    params.cpuparams_batch.n_threads = args.threads
+    params.use_jinja = True
+    if args.chat_template:
+        with open(args.chat_template, encoding="utf-8") as f:
+            params.chat_template = f.read()
+    params.hostnames = ["127.0.0.1"]
+    params.port = args.port
+    # The server's threads inherit this mask: SIGTERM/SIGINT reach only sigwait below.
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
+    try:
+        server = xllamacpp.Server(params)  # loads the model, then serves in its own threads
+    except RuntimeError as e:  # llama.cpp logged why just above
+        sys.exit(f"llama.cpp could not serve {args.model}: {e}")
+    print(f"serving {args.alias} at {server.listening_address}", file=sys.stderr, flush=True)
+    signal.sigwait({signal.SIGTERM, signal.SIGINT})
+    # Nothing to save: a generation in progress is dropped, as a killed server would drop it.
+    os._exit(0)
 
 
 if __name__ == "__main__":

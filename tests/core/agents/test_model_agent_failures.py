@@ -76,7 +76,7 @@ SCRIPTS = {
     "runaway_tokens": [
         calls(tool_call("goto", RUNAWAY_ARGS), usage={"completion_tokens": 1795}),
     ],
-    # The same runaway from our llama_serve, which cuts it at the cap and says so: arguments
+    # The same runaway from llama.cpp's server, which cuts it at the cap and says so: arguments
     # that never ended, finish_reason "length" (as OpenAI reports a call cut at max_tokens).
     "cut_args": [
         calls(

@@ -20,7 +20,7 @@ Manifest: `model`, `prompt` (appended to Browser Use's system prompt), and `para
   for `response_format: json_schema`, as OpenAI and vLLM serve it) or `prompt` (the default
   for a local model: the schema goes in the system prompt and no `response_format` is sent,
   Browser Use's `dont_force_structured_output` + `add_schema_to_system_prompt`; for servers
-  without json_schema, such as llama-cpp-python's, which refuses it).
+  that refuse json_schema, as llama-cpp-python's did).
 Its observation budget, for small contexts: `actions` (the Browser Use actions offered, by
 name; default all: each costs schema in the prompt), `max_page_chars` (the page's interactive
 elements shown per step, Browser Use's max_clickable_elements_length; default 40000, or what a
@@ -216,12 +216,6 @@ class BrowserUseAgent:
             ProductTelemetry()  # the singleton is built here, with telemetry off
 
             class _ChatModel(ChatOpenAI):
-                def get_client(self):  # type: ignore[no-untyped-def]
-                    client = super().get_client()
-                    # llama-cpp-python reads `max_tokens` only (Browser Use sends
-                    # max_completion_tokens): the local server gets both.
-                    return _WithMaxTokens(client, token_cap) if chat.server else client
-
                 async def ainvoke(self, messages, output_format=None, **kwargs):  # type: ignore[no-untyped-def, override]
                     try:
                         # A local server's calls take turns; the cap starts with the turn.
@@ -349,18 +343,6 @@ class BrowserUseAgent:
             answered = True
         if not answered and llm_failure:
             raise _failure_of(llm_failure[0], public_url(chat.base_url), self.endpoint, key)
-
-
-class _WithMaxTokens:
-    """An openai client whose chat completion requests also carry `max_tokens`."""
-
-    def __init__(self, client: Any, cap: int) -> None:
-        self._client, self._cap = client, cap
-        self.chat = self.completions = self
-
-    async def create(self, **kwargs: Any) -> Any:
-        kwargs["extra_body"] = {**(kwargs.get("extra_body") or {}), "max_tokens": self._cap}
-        return await self._client.chat.completions.create(**kwargs)
 
 
 def _failure_of(e: BaseException, where: str, endpoint: Endpoint, key: str) -> Exception:

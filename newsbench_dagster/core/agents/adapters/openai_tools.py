@@ -316,7 +316,7 @@ class OpenAIToolsAgent:
                 raise ModelOutputFailure(
                     "runaway_output", f"the model's reply was cut at its {cap}-token cap {what}"
                 )
-            # The assistant turn goes back as sent, with a string content (llama.cpp's server
+            # The assistant turn goes back as sent, with a string content (llama-cpp-python's server
             # refuses null beside tool_calls; OpenAI, vLLM and Ollama take either).
             messages.append(
                 {
