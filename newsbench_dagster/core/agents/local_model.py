@@ -12,7 +12,9 @@ Manifest `params` (both model-backed adapters):
   local_model_threads  llama.cpp's threads (default: every core but one, at least one)
 
 Both need the `local-model` extra (`uv sync --extra local-model`); without it the manifest is
-refused with that instruction. The server answers one request at a time, so calls take turns
+refused with that instruction. A started server must render a canary conversation whole and
+verbatim (`unread_parts`), else it is refused as the environment's fault: a template that drops
+or escapes tool results would run a blind model. The server answers one request at a time, so calls take turns
 on `lock`, and a call's wall-clock cap starts once it holds the server: waiting behind another
 run's call is never counted against a model. A call that ran past its wall-clock cap may leave
 the server generating: `recover()` restarts it (about a second) so the next call does not wait
@@ -26,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib.util
+import json
 import os
 import socket
 import sys
@@ -49,6 +52,39 @@ TEMPLATES = {"chatml-tools": Path(__file__).with_name("chatml_tools.jinja"), "gg
 DEFAULT_TEMPLATE = "chatml-tools"
 STARTUP_TIMEOUT_S = 120.0
 LOCAL_KEY = "local"  # the server takes any key; loopback only
+
+# The start-up self-check: a conversation whose every part the model must read back verbatim
+# in the prompt the server renders. A template that drops or escapes any of them would run a
+# blind model, and its failures would be charged to the agent: such a server is refused.
+CANARY_RESULT = 'nb-canary-5e1f: "quoted" & <tag> café 東京'
+CANARY_ARGS = json.dumps({"url": "http://canary.test/?a=1&b=2"})
+CANARY_CONVERSATION = {
+    "messages": [
+        {"role": "system", "content": "nb-canary-system"},
+        {"role": "user", "content": "nb-canary-user"},
+        {"role": "assistant", "content": "", "tool_calls": [{
+            "id": "call_nb_canary", "type": "function",
+            "function": {"name": "nb_canary_goto", "arguments": CANARY_ARGS},
+        }]},
+        {"role": "tool", "tool_call_id": "call_nb_canary", "content": CANARY_RESULT},
+    ],
+    "tools": [{"type": "function", "function": {
+        "name": "nb_canary_goto", "description": "nb-canary-tool",
+        "parameters": {"type": "object", "properties": {"url": {"type": "string"}}},
+    }}],
+}  # fmt: skip
+
+
+def unread_parts(prompt: str) -> list[str]:
+    """What of CANARY_CONVERSATION the rendered `prompt` loses (empty: the model reads it all)."""
+    parts = {
+        "the system message": "nb-canary-system",
+        "the user message": "nb-canary-user",
+        "the offered tools": "nb-canary-tool",
+        "the assistant's tool call": CANARY_ARGS,
+        "tool results": CANARY_RESULT,
+    }
+    return [what for what, text in parts.items() if text not in prompt]
 
 
 def default_threads() -> int:
@@ -213,6 +249,7 @@ class LocalModelServer:
                     break
                 with contextlib.suppress(httpx.HTTPError):
                     if (await client.get(url)).status_code == 200:
+                        await self._read_back(client)
                         self.started_s = time.monotonic() - began
                         return
                 await asyncio.sleep(0.25)
@@ -225,6 +262,26 @@ class LocalModelServer:
         raise ModelEndpointError(
             f"local model server for {m.path.name} {why}: {self.log_tail()}", fault="environment"
         )
+
+    async def _read_back(self, client: httpx.AsyncClient) -> None:
+        """Refuse (the environment's fault) a server whose chat template loses part of the
+        canary conversation: its model could not read what the harness sends it."""
+        root = self.base_url.removesuffix("/v1")
+        try:
+            reply = await client.post(f"{root}/apply-template", json=CANARY_CONVERSATION)
+            reply.raise_for_status()
+            lost = unread_parts(reply.json()["prompt"])
+        except (httpx.HTTPError, ValueError, KeyError) as e:
+            lost = [f"the whole conversation ({type(e).__name__}: {e})"]
+        if lost:
+            await self.stop()
+            raise ModelEndpointError(
+                f"local model server for {self.model.path.name}: its chat template "
+                f"({self.model.chat_template}) loses {', '.join(lost)} (dropped or escaped): "
+                "its model would answer without reading them; see params."
+                "local_model_chat_template",
+                fault="environment",
+            )
 
     def log_tail(self, lines: int = 8) -> str:
         try:

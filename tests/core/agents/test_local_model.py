@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import html
 import importlib.util
 import os
 import socket
@@ -23,10 +24,14 @@ import httpx
 import pytest
 
 from newsbench_dagster.core.agents.chat_endpoint import ChatEndpoint, Endpoint
-from newsbench_dagster.core.agents.local_model import LocalModel, default_threads
+from newsbench_dagster.core.agents.local_model import (
+    LocalModel,
+    LocalModelServer,
+    default_threads,
+)
 from newsbench_dagster.core.agents.protocol import AgentManifest, build_agent, load_manifest
 from newsbench_dagster.core.artifacts import LocalArtifactStore
-from newsbench_dagster.core.errors import ConfigError
+from newsbench_dagster.core.errors import ConfigError, ModelEndpointError
 from newsbench_dagster.core.harness.runner import Runner, run_tasks
 from newsbench_dagster.core.harness.settings import RunSettings
 from newsbench_dagster.core.scoring.failures import AGENT_FAILURES, SUCCESS
@@ -261,12 +266,59 @@ def test_the_served_prompt_carries_every_tool_result_and_call_verbatim():
     assert prompt.endswith("<|im_start|>assistant\n")
 
 
-def test_the_models_own_template_would_hide_the_tools_and_the_call():
-    """The check above rejects a prompt that loses them: SmolLM2's own template (in its GGUF)
-    renders neither the offered tools nor the assistant's tool call, which is why the harness
-    serves its own."""
-    missing = _what_the_model_misses(_rendered_prompt("gguf"))
-    assert "the offered tool" in missing and "the tool call, verbatim" in missing, missing
+def test_the_verbatim_check_rejects_an_escaped_or_emptied_prompt():
+    """The check above fails a prompt rendered as llama-cpp-python's chatml-function-calling
+    rendered it: every message HTML-escaped, the tool result an empty turn."""
+    good = _rendered_prompt("chatml-tools")
+    escaped = good.replace(PAGE_TEXT, html.escape(PAGE_TEXT)).replace(
+        CALL_ARGS, html.escape(CALL_ARGS)
+    )
+    assert "escaped: &amp;" in _what_the_model_misses(escaped)
+    assert "the tool result, verbatim" in _what_the_model_misses(good.replace(PAGE_TEXT, ""))
+
+
+def _escaping_template(tmp_path: Path) -> Path:
+    """Our template with the one fault llama-cpp-python's had for every message: the tool
+    result HTML-escaped."""
+    ours = (REPO / "newsbench_dagster/core/agents/chatml_tools.jinja").read_text()
+    verbatim = "\n{{ message.content }}\n</tool_response>"
+    escaped = (
+        "\n{{ message.content | replace('&', '&amp;') | replace('<', '&lt;') }}\n</tool_response>"
+    )
+    assert verbatim in ours
+    path = tmp_path / "escaping.jinja"
+    path.write_text(ours.replace(verbatim, escaped))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("template", "lost"),
+    [("gguf", "the offered tools, the assistant's tool call"), ("escaping", "tool results")],
+)
+def test_a_template_that_loses_part_of_the_conversation_is_refused_at_start(
+    tmp_path, template, lost
+):
+    """The start-up self-check: the server renders a canary conversation, and a template that
+    drops (SmolLM2's own) or escapes (llama-cpp-python's way) part of it is the environment's
+    fault, named, before any run could charge a blind model's failures to the agent."""
+    spec = template if template == "gguf" else str(_escaping_template(tmp_path))
+    model = LocalModel.of({"local_model": "smollm2", "local_model_chat_template": spec}, "t")
+
+    async def start() -> None:
+        async with LocalModelServer(model):
+            pass
+
+    with pytest.raises(ModelEndpointError) as refused:
+        asyncio.run(start())
+    assert refused.value.fault == "environment"
+    assert f"loses {lost} (dropped or escaped)" in str(refused.value)
+    # And our own template passes the same check (the servers above all started and served).
+    asyncio.run(_serves(LocalModel.of({"local_model": "smollm2"}, "t")))
+
+
+async def _serves(model: LocalModel) -> None:
+    async with LocalModelServer(model) as server:
+        assert server.started_s is not None
 
 
 def test_the_chat_template_is_a_checked_manifest_param(tmp_path):
