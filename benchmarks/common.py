@@ -59,11 +59,18 @@ def thinking_agent(think_s: float) -> Agent:
 
 @contextmanager
 def frozen_newsroom(at: datetime = FROZEN_AT) -> Iterator[tuple[NewsroomServer, World]]:
-    """A newsroom on a loopback port with its clock stopped at `at` (`server.clock.set` moves
+    """A newsroom on a loopback port with its clock stopped at `at` (`move_to` moves
     it), and the runs' world it is: routing scoped per run, and the manifest of its seed and
     revision, as `newsbench run` sees it."""
     with NewsroomServer(Newsroom(seed=SEED), clock=FixedClock(at)) as server:
         yield server, newsroom_world(server.port, health(server.port) or {})
+
+
+def move_to(server: NewsroomServer, at: datetime) -> World:
+    """Move the frozen `server`'s clock to `at`; the runs' world there (its manifest records
+    the new frozen instant, which scoring measures freshness against)."""
+    server.clock.set(at)
+    return newsroom_world(server.port, health(server.port) or {})
 
 
 def free_port() -> int:

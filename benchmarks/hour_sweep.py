@@ -9,10 +9,14 @@ a task whose answer did not exist, an oracle reading the page wrongly at some ho
 (no answer at the run's instant) should not happen either: the producer must not make the
 task. Prints the failures and voids by site, intent and hour, and as its last line
 `hour sweep: runs R, reference failures F, void V`; with --check it exits 1 unless F = 0 and
-V <= 1 % of R.
+V <= 1 % of R. Each run's reward is reported too, with its freshness measured at the frozen
+instant (core.scoring.world_clock): `--same-as` an earlier sweep's --json checks that the
+clock-dependent parts (accuracy, freshness) did not move, whatever day each sweep ran. Only the
+ttfc part may differ between two sweeps: it is the agent's own speed, in seconds.
 
     uv run python benchmarks/hour_sweep.py [--days 3] [--instants 8] [--start 2026-11-30]
                                            [--concurrency 2] [--check] [--json FILE]
+                                           [--same-as EARLIER.json]
     uv run python benchmarks/hour_sweep.py --smoke   # one instant, one site
 """
 
@@ -26,7 +30,15 @@ from collections import Counter
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
-from common import SEED, frozen_newsroom, parse_args, polled_tasks, reference_agent, run_tasks
+from common import (
+    SEED,
+    frozen_newsroom,
+    move_to,
+    parse_args,
+    polled_tasks,
+    reference_agent,
+    run_tasks,
+)
 from common import sites as load_registry
 
 from newsbench_dagster.core.harness.settings import RunSettings
@@ -70,9 +82,9 @@ def sweep(args: argparse.Namespace) -> dict:
     settings = RunSettings(artifacts=(), screenshot=False, concurrency=args.concurrency)
     results: list[dict] = []
     started = time.monotonic()
-    with frozen_newsroom(next(iter(plan))) as (server, world):
+    with frozen_newsroom(next(iter(plan))) as (server, _):
         for i, (at, at_keys) in enumerate(plan.items(), 1):
-            server.clock.set(at)
+            world = move_to(server, at)
             tasks = polled_tasks(registry, world, at.date(), ALL_INTENTS, args.articles, at_keys)
             by_id = {t["id"]: t for t in tasks}
             rows = run_tasks(
@@ -89,6 +101,7 @@ def sweep(args: argparse.Namespace) -> dict:
                         "outcome": _outcome(score),
                         "class": score["failure_class"],
                         "reason": (score.get("checker") or {}).get("reason"),
+                        **_reward_of(score),
                     }
                 )
             made = {(t["site"], t["intent"]) for t in tasks}
@@ -107,6 +120,41 @@ def sweep(args: argparse.Namespace) -> dict:
     }
 
 
+def _reward_of(score: dict) -> dict:
+    """The run's reward and its parts that depend on the world's clock (accuracy, freshness
+    measured at the frozen instant) apart from the one that depends on the agent's speed
+    (ttfc, seconds to the first correct answer)."""
+    parts = (score.get("reward_components") or {}).get("timeliness") or {}
+    return {
+        "reward": score.get("reward"),
+        "accuracy": score.get("accuracy"),
+        "freshness": parts.get("freshness"),
+        "age_minutes": parts.get("age_minutes"),
+        "ttfc": parts.get("ttfc"),
+    }
+
+
+def same_world_parts(runs: list[dict], earlier: list[dict]) -> list[str]:
+    """Where this sweep's clock-dependent reward parts differ from an earlier sweep's at the
+    same instants: each (instant, site, intent, task) scored in both, named with both values."""
+    key = lambda r: (r["at"], r["site"], r["intent"], r["task_id"])  # noqa: E731
+    before = {key(r): r for r in earlier}
+    out = []
+    for r in runs:
+        old = before.get(key(r))
+        if old is None:
+            continue
+        for part in ("accuracy", "freshness", "age_minutes"):
+            if r.get(part) != old.get(part):
+                out.append(f"{' '.join(key(r))} {part}: {old.get(part)} then {r.get(part)}")
+    return out
+
+
+def _mean(values: list) -> str:
+    got = [v for v in values if v is not None]
+    return f"{sum(got) / len(got):.4f}" if got else "-"
+
+
 def _outcome(score: dict) -> str:
     if score["excluded"]:
         return "void" if score["failure_class"] == VOID else "env"
@@ -119,12 +167,18 @@ def report(summary: dict) -> tuple[int, int, int]:
     for at, keys in summary["instants"].items():
         print(f"  {datetime.fromisoformat(at):%Y-%m-%d %H:%M}  {', '.join(keys)}")
     print()
-    print(f"{'instant (UTC)':<17} {'runs':>5} {'pass':>5} {'fail':>5} {'void':>5} {'env':>5}")
+    print(
+        f"{'instant (UTC)':<17} {'runs':>5} {'pass':>5} {'fail':>5} {'void':>5} {'env':>5} "
+        f"{'reward':>7} {'fresh':>7}"
+    )
     for at in summary["instants"]:
-        c = Counter(r["outcome"] for r in runs if r["at"] == at)
+        here = [r for r in runs if r["at"] == at]
+        c = Counter(r["outcome"] for r in here)
         print(
             f"{datetime.fromisoformat(at):%Y-%m-%d %H:%M} {sum(c.values()):>5} "
-            f"{c['pass']:>5} {c['fail']:>5} {c['void']:>5} {c['env']:>5}"
+            f"{c['pass']:>5} {c['fail']:>5} {c['void']:>5} {c['env']:>5} "
+            f"{_mean([r.get('reward') for r in here]):>7} "
+            f"{_mean([r.get('freshness') for r in here]):>7}"
         )
     odd = [r for r in runs if r["outcome"] != "pass"]
     print()
@@ -172,14 +226,27 @@ def main() -> int:
         action="store_true",
         help="exit 1 unless no reference failure and voids <= 1 %% of runs",
     )
-    parser.add_argument("--json", type=Path, help="write every run's outcome here")
+    parser.add_argument("--json", type=Path, help="write every run's outcome and reward here")
+    parser.add_argument(
+        "--same-as",
+        type=Path,
+        help="an earlier sweep's --json: its accuracy and freshness at the same instants must "
+        "be this sweep's (with --check, exit 1 if not)",
+    )
     args = parse_args(parser, days=1, instants=1, site=["harbor"])
     summary = sweep(args)
     if args.json:
         args.json.write_text(json.dumps(summary, indent=1), encoding="utf-8")
     runs, failures, void = report(summary)
+    moved = []
+    if args.same_as:
+        earlier = json.loads(args.same_as.read_text(encoding="utf-8"))["runs"]
+        moved = same_world_parts(summary["runs"], earlier)
+        print(f"reward parts that moved since {args.same_as}: {len(moved)}")
+        for line in moved:
+            print(f"  {line}")
     print(f"hour sweep: runs {runs}, reference failures {failures}, void {void}")
-    ok = runs > 0 and failures == 0 and void <= MAX_VOID_SHARE * runs
+    ok = runs > 0 and failures == 0 and void <= MAX_VOID_SHARE * runs and not moved
     return 0 if ok or not args.check else 1
 
 

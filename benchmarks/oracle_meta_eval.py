@@ -41,6 +41,7 @@ from datetime import UTC, date, datetime, timedelta
 import httpx
 from common import (
     frozen_newsroom,
+    move_to,
     parse_args,
     polled_tasks,
     reference_agent,
@@ -276,10 +277,11 @@ def main() -> None:
     judge = semantic.pin(args.semantic) if args.semantic != "auto" else semantic.backend()
     started = time.perf_counter()
 
-    with frozen_newsroom(next(_instants(args.day, args.every))) as (server, world):
-        harness = {"world": world, "registry": registry, "settings": RunSettings(screenshot=False)}
+    settings = RunSettings(screenshot=False)
+    with frozen_newsroom(next(_instants(args.day, args.every))) as (server, _):
         for at in _instants(args.day, args.every):
-            server.clock.set(at)
+            world = move_to(server, at)
+            harness = {"world": world, "registry": registry, "settings": settings}
             w = World(server.newsroom, at)
             tasks = polled_tasks(registry, world, at.date(), read_intents, args.articles, keys)
             prepared = {t["id"]: truth_and_wrong(w, t) for t in tasks}

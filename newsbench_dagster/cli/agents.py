@@ -134,7 +134,7 @@ def agents_try(
             settings=run_settings(trials=trials, concurrency=concurrency, task_set=task_set),
         )
         rows, scores = run_scored(runner, todo, day, built.manifest.agent_version, trials)
-    table = Table("site", "intent", "result", "class", "answer s", "steps")
+    table = Table("site", "intent", "result", "class", "reward", "answer s", "steps")
     table.add_column("run", min_width=max(len(r["run_id"]) for r in rows), overflow="fold")
     for row in rows:
         score = scores[row["run_id"]]
@@ -143,6 +143,7 @@ def agents_try(
             row["intent"],
             verdict_of(score),
             score["failure_class"] or "",
+            f"{score['reward']:.3f}" if score.get("reward") is not None else "",
             f"{row['answer_seconds']:.1f}" if row["answer_seconds"] is not None else "",
             str(row["steps"]),
             row["run_id"],

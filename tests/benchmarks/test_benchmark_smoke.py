@@ -65,8 +65,10 @@ def gate_power(out: str) -> None:
 
 
 def hour_sweep(out: str) -> None:
-    # Every intent of the instant ran and passed; the table names the instant.
-    assert re.search(r"^2026-11-30 00:00 +(\d+) +\1 +0 +0 +0$", out, re.M), out
+    # Every intent of the instant ran and passed, with a mean reward and freshness measured at
+    # the instant; the table names the instant.
+    row = re.search(r"^2026-11-30 00:00 +(\d+) +\1 +0 +0 +0 +([\d.]+) +([\d.]+)$", out, re.M)
+    assert row and 0 < float(row.group(2)) <= 1 and 0 <= float(row.group(3)) <= 1, out
     found = re.search(r"^hour sweep: runs (\d+), reference failures 0, void 0\Z", out, re.M)
     assert found and int(found.group(1)) >= len(ALL_INTENTS), out
 

