@@ -9,11 +9,15 @@ A script is either a callable `(request_json) -> message` or a list of messages 
 consumed in order. A message is what the assistant says: `reply("text")`, `tool_call(...)`
 messages, or any dict with `content` / `tool_calls`. A message may carry `usage` (prompt and
 completion tokens) to override the default figures, or be an `HttpError` to answer with an
-HTTP error instead. A message may also carry `delay_s` (the double waits that long before
-answering: a model still generating) and `finish_reason`. With `strict=True` the double
-refuses what llama-cpp-python's server refuses, with the very messages it answered this
-harness with (HTTP 500 with a pydantic validation error): an assistant turn whose `content`
-is null, and `response_format` of type json_schema. Every request is recorded (path,
+HTTP error instead. By default the prompt's tokens are counted from the request as a real
+tokenizer counts them, at CHARS_PER_TOKEN (SmolLM2's rate on the harness's prompts, held
+against the real llama.cpp server in tests/core/agents/test_local_model.py): a fixed figure
+would teach the adapters' context budget a rate no server produces. A message may also carry
+`delay_s` (the double waits that long before answering: a model still generating) and
+`finish_reason`. With `strict=True` the double refuses what llama-cpp-python's server refused
+(the server bundled before), with the very messages it answered this harness with (HTTP 500
+with a pydantic validation error): an assistant turn whose `content` is null, and
+`response_format` of type json_schema. Every request is recorded (path,
 headers, parsed JSON body).
 """
 
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -32,6 +37,19 @@ Message = dict[str, Any]
 Script = Callable[[dict], "Message | HttpError"] | list[Any]
 
 _ids = itertools.count(1)
+
+# Characters of a request's messages and tools (as JSON) per prompt token: SmolLM2's tokenizer
+# counted 3.2 to 3.6 on the openai_tools loop's prompts (its system prompt and tools, a page's
+# text, a list of links) through llama.cpp's server.
+CHARS_PER_TOKEN = 3.4
+
+
+def prompt_tokens_of(body: dict) -> int:
+    """The prompt tokens a real server would count for this request body, approximately."""
+    chars = len(json.dumps(body.get("messages") or [], ensure_ascii=False))
+    if body.get("tools"):
+        chars += len(json.dumps(body["tools"], ensure_ascii=False))
+    return max(1, math.ceil(chars / CHARS_PER_TOKEN))
 
 
 @dataclass
@@ -104,7 +122,7 @@ class OpenAIDouble:
         script: Script,
         *,
         model: str = "double-1",
-        prompt_tokens: int = 100,
+        prompt_tokens: int | None = None,
         completion_tokens: int = 20,
         strict: bool = False,
     ) -> None:
@@ -232,7 +250,8 @@ class OpenAIDouble:
         time.sleep(float(message.pop("delay_s", 0)))
         finish_reason = message.pop("finish_reason", None)
         usage = message.pop("usage", None) or {}
-        prompt = int(usage.get("prompt_tokens", self.prompt_tokens))
+        counted = self.prompt_tokens if self.prompt_tokens is not None else prompt_tokens_of(body)
+        prompt = int(usage.get("prompt_tokens", counted))
         completion = int(usage.get("completion_tokens", self.completion_tokens))
         tool_calls = message.get("tool_calls") or None
         usage_out = {

@@ -16,11 +16,14 @@ import asyncio
 import copy
 import html
 import importlib.util
+import json
 import os
+import re
 import socket
 from pathlib import Path
 
 import httpx
+import lxml.html
 import pytest
 
 from newsbench_dagster.core.agents.chat_endpoint import ChatEndpoint, Endpoint
@@ -319,6 +322,56 @@ def test_a_template_that_loses_part_of_the_conversation_is_refused_at_start(
 async def _serves(model: LocalModel) -> None:
     async with LocalModelServer(model) as server:
         assert server.started_s is not None
+
+
+def test_the_doubles_prompt_token_count_holds_to_the_real_servers(newsroom_server, registry):
+    """The contract of tests/support/openai_double.py's default usage: for the loop's own
+    prompts (its system prompt and tools, then a real newsroom page's text, then its links as
+    tool results) the double counts within 15 % of what llama.cpp's server counts with
+    SmolLM2's tokenizer. A double that said 100 for every prompt (as it did) fails here."""
+    from newsbench_dagster.core.agents.adapters.openai_tools import (
+        DEFAULT_SYSTEM_PROMPT,
+        chat_tools,
+    )
+    from tests.support.openai_double import prompt_tokens_of
+
+    origin = registry.get("harbor").home.rstrip("/")
+    with httpx.Client(proxy=newsroom_server.address, timeout=10) as client:
+        home = client.get(f"{origin}/").text
+    text = lxml.html.fromstring(home).text_content()
+    links = re.findall(r'href="([^"]+)"[^>]*>([^<]{3,})<', home)
+    opened = [
+        {"role": "system", "content": DEFAULT_SYSTEM_PROMPT},
+        {"role": "user", "content": f"Find the top headline of {origin}/ and answer it."},
+    ]
+
+    def after(tool: str, result: dict) -> list[dict]:
+        call = {"id": "c1", "type": "function", "function": {"name": tool, "arguments": "{}"}}
+        return [
+            *opened,
+            {"role": "assistant", "content": "", "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "c1", "content": json.dumps(result)},
+        ]
+
+    page = {"url": origin, "text": text[:6000]}
+    listed = {"links": [{"href": h, "text": x} for h, x in links[:60]]}
+    conversations = [opened, after("read_page", page), after("links", listed)]
+    bodies = [{"messages": m, "tools": chat_tools()} for m in conversations]
+    chat = ChatEndpoint(Endpoint.of(load_manifest(TOOLS_MANIFEST), str(REPO)))
+
+    async def counted() -> list[int]:
+        async with chat.serve(), httpx.AsyncClient(timeout=120) as client:
+            out = []
+            for body in bodies:
+                ask = {**body, "max_tokens": 1, "temperature": 0}
+                reply = await client.post(f"{chat.server.base_url}/chat/completions", json=ask)
+                out.append(reply.json()["usage"]["prompt_tokens"])
+            return out
+
+    real = asyncio.run(counted())
+    ours = [prompt_tokens_of(b) for b in bodies]
+    assert all(abs(o - r) <= 0.15 * r for o, r in zip(ours, real, strict=True)), (ours, real)
+    assert real[1] > real[0] + 500  # the page's text is in the count
 
 
 def test_the_chat_template_is_a_checked_manifest_param(tmp_path):

@@ -201,7 +201,8 @@ def test_each_real_model_failure_is_the_agents_own_class_and_the_run_is_kept(
 def test_a_runaway_is_capped_and_its_tokens_are_the_servers_count(outcomes):
     row, _, double = outcomes["runaway_tokens"]
     assert "1795 completion tokens" in row["error"] and "cap of 256" in row["error"]
-    assert row["tokens"] == double.tokens_sent == 100 + 1795
+    (usage,) = double.usage_sent
+    assert row["tokens"] == double.tokens_sent == usage["prompt_tokens"] + 1795
     assert double.completions[0].body["max_tokens"] == 256  # asked, and not trusted
     row, _, double = outcomes["cut_args"]
     assert "cut at its 256-token cap in a tool call's arguments" in row["error"]
