@@ -77,11 +77,21 @@ SCRIPTS = {
         calls(tool_call("goto", RUNAWAY_ARGS), usage={"completion_tokens": 1795}),
     ],
     # The same runaway from llama.cpp's server, which cuts it at the cap and says so: arguments
-    # that never ended, finish_reason "length" (as OpenAI reports a call cut at max_tokens).
+    # that never ended, finish_reason "length" and the cap's count of tokens (as OpenAI reports
+    # a call cut at max_tokens).
     "cut_args": [
         calls(
             tool_call("goto", RUNAWAY_ARGS[:600]),
-            usage={"completion_tokens": 250},
+            usage={"completion_tokens": 256},
+            finish_reason="length",
+        ),
+    ],
+    # Cut long before the cap: the context was full. llama.cpp answered a 501-token prompt with
+    # max_tokens 256 in a 512-token context so: HTTP 200, 11 tokens, finish_reason "length".
+    "context_full": [
+        calls(
+            tool_call("goto", RUNAWAY_ARGS[:40]),
+            usage={"prompt_tokens": 8120, "completion_tokens": 11},
             finish_reason="length",
         ),
     ],
@@ -209,6 +219,14 @@ def test_a_runaway_is_capped_and_its_tokens_are_the_servers_count(outcomes):
     assert len(double.completions) == 1  # the cut call ends the run: no retry, no next turn
     row, _, double = outcomes["runaway_time"]
     assert "past its 1s cap" in row["error"] and len(double.completions) == 1  # not retried
+
+
+def test_a_context_full_before_the_cap_is_the_harness_s_not_a_runaway(outcomes):
+    """The prompt we built left the model 11 tokens of its 256: not the model's runaway."""
+    row, score, double = outcomes["context_full"]
+    assert row["env_failure"] == "harness_error" and score["excluded"], row["error"]
+    assert "context filled up after 11 completion tokens of its 256-token cap" in row["error"]
+    assert len(double.completions) == 1
 
 
 def test_malformed_calls_are_told_to_the_model_until_the_limit(outcomes):
