@@ -46,7 +46,9 @@ VALIDATION_ERROR = re.compile(
     r"validation error|invalid_request|Input should be|Field required|Extra inputs", re.I
 )
 CONTEXT_EXCEEDED = re.compile(
-    r"context[_ ]length|context window|maximum context|exceeds? (the )?(model'?s? )?context|"
+    # OpenAI's and vLLM's wording, and llama.cpp's ("exceeds the available context size").
+    r"context[_ ]length|context window|maximum context|"
+    r"exceeds? (the )?(available |model'?s? )?context|"
     r"too many tokens|prompt is too long",
     re.I,
 )

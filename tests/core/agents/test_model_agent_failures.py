@@ -55,6 +55,10 @@ CONTEXT_400 = (
     "or completion."
 )
 
+CONTEXT_400_LLAMA = (
+    "request (715 tokens) exceeds the available context size (512 tokens), try increasing it"
+)
+
 
 def _lead_answer(request: dict) -> dict:
     """A model that reads the page, then answers its first teaser, then finishes."""
@@ -102,6 +106,8 @@ SCRIPTS = {
     "nested": [calls(tool_call("goto", '{"a":' * 20_000 + "1" + "}" * 20_000))] * 3,
     "prose": [reply(PROSE)],
     "context_400": [HttpError(400, CONTEXT_400)],
+    # llama.cpp's own words for a prompt longer than its context (measured: 715 tokens, 512).
+    "context_400_llama": [HttpError(400, CONTEXT_400_LLAMA)],
     # Found by the benchmark: SmolLM2 navigating to a path, then to a URL Chromium refuses.
     "bad_urls": [
         calls(tool_call("goto", {"url": "/en-US/au"})),
@@ -193,6 +199,7 @@ def outcomes(harbor, browser_options, tmp_path_factory):
         ("nested", "malformed_tool_call"),
         ("prose", "prose_instead_of_action"),
         ("context_400", "context_overflow"),
+        ("context_400_llama", "context_overflow"),
         ("tiny_context", "context_overflow"),
     ],
 )
