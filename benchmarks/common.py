@@ -63,7 +63,7 @@ def frozen_newsroom(at: datetime = FROZEN_AT) -> Iterator[tuple[NewsroomServer, 
     it), and the runs' world it is: routing scoped per run, and the manifest of its seed and
     revision, as `newsbench run` sees it."""
     with NewsroomServer(Newsroom(seed=SEED), clock=FixedClock(at)) as server:
-        yield server, newsroom_world(server.port, health(server.port) or {})
+        yield server, move_to(server, at)
 
 
 def move_to(server: NewsroomServer, at: datetime) -> World:

@@ -137,17 +137,20 @@ def _reward_of(score: dict) -> dict:
 def same_world_parts(runs: list[dict], earlier: list[dict]) -> list[str]:
     """Where this sweep's clock-dependent reward parts differ from an earlier sweep's at the
     same instants: each (instant, site, intent, task) scored in both, named with both values."""
-    key = lambda r: (r["at"], r["site"], r["intent"], r["task_id"])  # noqa: E731
-    before = {key(r): r for r in earlier}
+    before = {_key(r): r for r in earlier}
     out = []
     for r in runs:
-        old = before.get(key(r))
+        old = before.get(_key(r))
         if old is None:
             continue
         for part in ("accuracy", "freshness", "age_minutes"):
             if r.get(part) != old.get(part):
-                out.append(f"{' '.join(key(r))} {part}: {old.get(part)} then {r.get(part)}")
+                out.append(f"{' '.join(_key(r))} {part}: {old.get(part)} then {r.get(part)}")
     return out
+
+
+def _key(run: dict) -> tuple[str, str, str, str]:
+    return run["at"], run["site"], run["intent"], run["task_id"]
 
 
 def _mean(values: list) -> str:
