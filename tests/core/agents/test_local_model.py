@@ -84,6 +84,10 @@ def real_runs(harbor, browser_options, tmp_path_factory):
     # A real model's pace on two busy cores (CI runs other tests beside it): the task's own
     # 60 s (30 s in these fixtures) would end a run before its first answer on a loaded machine.
     task["constraints"]["max_seconds"] = 180
+    # One step shows a real model's run through the harness to its score; each Browser Use
+    # step reads a ~3k-token prompt and writes up to 256 tokens (50 s of one core here), and
+    # its default 15 steps spent the whole 180 s.
+    task["constraints"]["max_steps"] = 1
     # And each call 120 s instead of the manifests' 30 / 60: with three test workers' browsers
     # on the same two cores, llama.cpp's threads crawl, and a call's wall-clock cap would
     # charge the machine's load to the model as a runaway (README "A local model": limits).
