@@ -12,7 +12,6 @@ from __future__ import annotations
 import multiprocessing
 import os
 import socket
-import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
@@ -85,14 +84,8 @@ def execute(partition: Partition, config: dict, log_path: Path) -> tuple[bool, s
 
 
 def _warm_up() -> None:
-    """A worker's first run should not wait for imports every run needs: the definitions now,
-    the data-quality library (seconds to import) beside its first run's browser work."""
+    """A worker's first run should not wait for imports every run needs: the definitions."""
     import newsbench_dagster.definitions  # noqa: F401
-
-    def gx():
-        import great_expectations  # noqa: F401
-
-    threading.Thread(target=gx, daemon=True).start()
 
 
 class _Here:

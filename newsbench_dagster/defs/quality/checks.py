@@ -1,6 +1,6 @@
-"""Data-quality gates: the Great Expectations suites of `core.analytics.data_quality` on each
-partition of `run_scores` and `kpi_daily`. Blocking: a failing partition stops what reads it in
-the run."""
+"""Data-quality gates: the suites of `core.analytics.data_quality` (Great Expectations
+expectation types, evaluated in pandas) on each partition of `run_scores` and `kpi_daily`.
+Blocking: a failing partition stops what reads it in the run."""
 
 import pandas as pd
 from dagster import AssetCheckResult, AssetCheckSeverity, MetadataValue

@@ -1,4 +1,4 @@
-"""The data-quality suites through Great Expectations: valid partitions pass, and each kind of
+"""The data-quality suites (core.analytics.data_quality): valid partitions pass, and each kind of
 broken row fails with the expectation (and column) that catches it named."""
 
 from __future__ import annotations
@@ -137,51 +137,51 @@ def test_an_empty_partition_passes_and_says_it_checked_nothing():
         }
 
 
-@pytest.mark.parametrize(
-    ("rows", "expectation", "column", "unexpected"),
-    [
-        pytest.param(
-            [run(0), run(0, trial=1)],
-            dq.UNIQUE,
-            "run_id",
-            ["run-0", "run-0"],
-            id="duplicate-run-id",
-        ),
-        pytest.param([run(0, reward=1.3)], dq.BETWEEN, "reward", [1.3], id="reward-1.3"),
-        pytest.param([run(0, site=None)], dq.NOT_NULL, "site", [None], id="null-site"),
-        pytest.param(
-            [run(0, failure_class="gremlins")],
-            dq.IN_SET,
-            "failure_class",
-            ["gremlins"],
-            id="unknown-failure-class",
-        ),
-        pytest.param([run(0, steps=-1)], dq.BETWEEN, "steps", [-1], id="negative-steps"),
-        pytest.param(
-            [run(0, ttfc_seconds=-2.0)], dq.BETWEEN, "ttfc_seconds", [-2.0], id="negative-ttfc"
-        ),
-        pytest.param(
-            [excluded(0, exclusion_reason=None)],
-            dq.NOT_NULL,
-            "exclusion_reason",
-            [None],
-            id="exclusion-without-reason",
-        ),
-        pytest.param(
-            [run(0, reward=None)], dq.NOT_NULL, "reward", [None], id="scored-run-without-reward"
-        ),
-        pytest.param(
-            [run(0, excluded=None)],
-            dq.NOT_NULL,
-            "excluded",
-            [None],
-            id="neither-counted-nor-excluded",
-        ),
-        pytest.param(
-            [run(0, success=None)], dq.NOT_NULL, "success", [None], id="scored-run-without-verdict"
-        ),
-    ],
-)
+BROKEN_SCORES = [
+    pytest.param(
+        [run(0), run(0, trial=1)],
+        dq.UNIQUE,
+        "run_id",
+        ["run-0", "run-0"],
+        id="duplicate-run-id",
+    ),
+    pytest.param([run(0, reward=1.3)], dq.BETWEEN, "reward", [1.3], id="reward-1.3"),
+    pytest.param([run(0, site=None)], dq.NOT_NULL, "site", [None], id="null-site"),
+    pytest.param(
+        [run(0, failure_class="gremlins")],
+        dq.IN_SET,
+        "failure_class",
+        ["gremlins"],
+        id="unknown-failure-class",
+    ),
+    pytest.param([run(0, steps=-1)], dq.BETWEEN, "steps", [-1], id="negative-steps"),
+    pytest.param(
+        [run(0, ttfc_seconds=-2.0)], dq.BETWEEN, "ttfc_seconds", [-2.0], id="negative-ttfc"
+    ),
+    pytest.param(
+        [excluded(0, exclusion_reason=None)],
+        dq.NOT_NULL,
+        "exclusion_reason",
+        [None],
+        id="exclusion-without-reason",
+    ),
+    pytest.param(
+        [run(0, reward=None)], dq.NOT_NULL, "reward", [None], id="scored-run-without-reward"
+    ),
+    pytest.param(
+        [run(0, excluded=None)],
+        dq.NOT_NULL,
+        "excluded",
+        [None],
+        id="neither-counted-nor-excluded",
+    ),
+    pytest.param(
+        [run(0, success=None)], dq.NOT_NULL, "success", [None], id="scored-run-without-verdict"
+    ),
+]
+
+
+@pytest.mark.parametrize(("rows", "expectation", "column", "unexpected"), BROKEN_SCORES)
 def test_a_broken_run_scores_partition_fails_naming_the_expectation(
     rows, expectation, column, unexpected
 ):
@@ -208,46 +208,44 @@ def test_a_run_without_a_failure_class_breaks_the_null_rate():
 KEY = "day, site, agent_version, slice_kind, slice_value"
 
 
-@pytest.mark.parametrize(
-    ("rows", "expectation", "column"),
-    [
-        pytest.param([kpi()], dq.COMPOUND_UNIQUE, KEY, id="duplicate-kpi-key"),
-        pytest.param(
-            [kpi(site="isar", success_ci_low=0.8)],
-            dq.A_AT_LEAST_B,
-            "success_rate, success_ci_low",
-            id="ci-low-above-rate",
-        ),
-        pytest.param(
-            [kpi(site="isar", success_ci_high=0.5)],
-            dq.A_AT_LEAST_B,
-            "success_ci_high, success_rate",
-            id="ci-high-below-rate",
-        ),
-        pytest.param(
-            [kpi(site="isar", successes=5)],
-            dq.A_AT_LEAST_B,
-            "n_scored, successes",
-            id="successes-above-scored",
-        ),
-        pytest.param(
-            [kpi(site="isar", n_scored=5)],
-            dq.A_AT_LEAST_B,
-            "n_runs, n_scored",
-            id="scored-above-runs",
-        ),
-        pytest.param(
-            [kpi(site="isar", coverage=1.5)], dq.BETWEEN, "coverage", id="coverage-above-1"
-        ),
-        pytest.param(
-            [kpi(site="isar", n_runs=0, n_scored=0, successes=0)],
-            dq.BETWEEN,
-            "n_runs",
-            id="row-without-runs",
-        ),
-        pytest.param([kpi(slice_value=None)], dq.NOT_NULL, "slice_value", id="null-slice"),
-    ],
-)
+BROKEN_KPIS = [
+    pytest.param([kpi()], dq.COMPOUND_UNIQUE, KEY, id="duplicate-kpi-key"),
+    pytest.param(
+        [kpi(site="isar", success_ci_low=0.8)],
+        dq.A_AT_LEAST_B,
+        "success_rate, success_ci_low",
+        id="ci-low-above-rate",
+    ),
+    pytest.param(
+        [kpi(site="isar", success_ci_high=0.5)],
+        dq.A_AT_LEAST_B,
+        "success_ci_high, success_rate",
+        id="ci-high-below-rate",
+    ),
+    pytest.param(
+        [kpi(site="isar", successes=5)],
+        dq.A_AT_LEAST_B,
+        "n_scored, successes",
+        id="successes-above-scored",
+    ),
+    pytest.param(
+        [kpi(site="isar", n_scored=5)],
+        dq.A_AT_LEAST_B,
+        "n_runs, n_scored",
+        id="scored-above-runs",
+    ),
+    pytest.param([kpi(site="isar", coverage=1.5)], dq.BETWEEN, "coverage", id="coverage-above-1"),
+    pytest.param(
+        [kpi(site="isar", n_runs=0, n_scored=0, successes=0)],
+        dq.BETWEEN,
+        "n_runs",
+        id="row-without-runs",
+    ),
+    pytest.param([kpi(slice_value=None)], dq.NOT_NULL, "slice_value", id="null-slice"),
+]
+
+
+@pytest.mark.parametrize(("rows", "expectation", "column"), BROKEN_KPIS)
 def test_a_broken_kpi_partition_fails_naming_the_expectation(rows, expectation, column):
     result = dq.validate("kpi_daily", kpis(*GOOD_KPIS, *rows))
     assert not result["success"]
