@@ -277,3 +277,12 @@ def test_the_failure_class_set_is_the_taxonomy():
         *EnvFailure,
         *AgentFailure,
     }
+
+
+def test_a_partition_without_a_suite_column_fails_naming_it():
+    result = dq.validate("run_scores", scores(*GOOD_SCORES).drop(columns=["reward"]))
+    assert not result["success"]
+    named = [f for f in result["failed"] if f["column"] == "reward"]
+    assert named and all(
+        f["observed"] == {"error": "the run_scores partition has no column reward"} for f in named
+    )
