@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 
 from newsbench_dagster.core.analytics.data_quality import (
+    _PARTIAL,
     A_AT_LEAST_B,
     COMPOUND_UNIQUE,
     ROW_IDS,
@@ -22,7 +23,6 @@ from newsbench_dagster.core.analytics.data_quality import (
 )
 
 _MULTI = {COMPOUND_UNIQUE: "column_list", A_AT_LEAST_B: ("column_A", "column_B")}
-_PARTIAL = 5
 
 
 def _column_kwargs(spec: dict) -> dict:

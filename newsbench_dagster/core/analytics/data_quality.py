@@ -211,7 +211,7 @@ def _display_column(column: str | list[str]) -> str:
 
 
 def _scalar(value: Any) -> Any:
-    if value is None or (not isinstance(value, list | tuple | dict) and pd.isna(value)):
+    if _missing(value):
         return None
     return value.item() if hasattr(value, "item") else value
 
