@@ -6,7 +6,9 @@ It prints success per intent with 95 % Wilson intervals, tokens per task, second
 call, the failure classes; test-retest (temperature 0, the same tasks again: does the answer
 repeat? temperature 0.7, `--trials` runs of `--retest` tasks: how often does the verdict flip
 between trials of a task?); the efficiency term the runs got under the reward's token cap and
-under others; every answer the oracle passed beside the newsroom's truth for its task (so a
+under others; whether the model reads before it acts (each valid `goto`'s target grounded in
+the task or an earlier tool result, or invented; how many tool results reached each prompt);
+every answer the oracle passed beside the newsroom's truth for its task (so a
 false pass shows); and last `model agent: runs R, scored S, environment failures E, capped C,
 median tokens/task T, median s/call P` (one line).
 Scored: runs that ended in success or in an agent failure class (not excluded); capped: runs
@@ -139,6 +141,20 @@ def main() -> int:
         f"seconds per model call: median {med_call:.2f}, max {max(calls, default=0):.2f} "
         f"({len(calls)} calls); steps per task: median "
         f"{statistics.median([r['steps'] for r, _ in runs] or [0]):.0f}"
+    )
+
+    # -- does the model read before it acts? ----------------------------------------------------
+    loops = [(r.get("adapter") or {}).get("model_loop") or {} for r, _ in runs]
+    grounded = sum((loop.get("goto") or {}).get("grounded", 0) for loop in loops)
+    invented = sum((loop.get("goto") or {}).get("invented", 0) for loop in loops)
+    held = [n for loop in loops for n in loop.get("tool_results_sent", [])]
+    share = _pct(grounded / (grounded + invented) if grounded + invented else None)
+    print(
+        f"\ngoto calls: {grounded + invented} (grounded {grounded}: in the task or an earlier "
+        f"tool result; invented {invented}), grounded share {share}; tool results in a "
+        f"prompt: max {max(held, default=0)}, calls with any {sum(n > 0 for n in held)}/"
+        f"{len(held)}; runs with a tool call {sum(loop.get('tool_calls', 0) > 0 for loop in loops)}"
+        f"/{len(loops)}"
     )
 
     # -- the efficiency term under several token caps --------------------------------------------

@@ -95,6 +95,14 @@ def model_agent(out: str) -> None:
     )
     assert found and found.group(1) == found.group(2) != "0", out
     assert re.search(r"^all +\d+ +\d+ +\d+% \[\d+%, \d+%\]$", out, re.M), out
+    # Whether the model read before it acted: its gotos and the tool results in its prompts.
+    grounding = (
+        r"^goto calls: (\d+) \(grounded (\d+): .+; invented (\d+)\), grounded share "
+        r"(\d+%|-); tool results in a prompt: max \d+, calls with any \d+/[1-9]\d*; runs with "
+        r"a tool call \d+/[1-9]\d*$"
+    )
+    found = re.search(grounding, out, re.M)
+    assert found and int(found.group(1)) == int(found.group(2)) + int(found.group(3)), out
 
 
 def newsroom_rps(out: str) -> None:

@@ -76,8 +76,15 @@ def reading_model(request: dict) -> dict:
     if "answer" in seen:
         return reply("Answered.", usage=usage) if wrong else calls(tool_call("finish"), usage=usage)
     user = request["messages"][1]["content"]
-    if wrong:  # its results were cut short (max_result_bytes): it makes something up
+    if wrong:  # its results were cut short (max_result_bytes): it makes something up, and
+        # goes to the page the task named (grounded) and to one nobody showed it (invented)
         value = {"headline": "Nothing happened today", "url": "http://harbor-herald.test/"}
+        return calls(
+            tool_call("goto", {"url": user.split()[-1]}),
+            tool_call("goto", {"url": "http://harbor-herald.test/2026/made-up-story"}),
+            tool_call("answer", {"value": value, "claims_success": True}),
+            usage=usage,
+        )
     elif "lead story" in user:
         lead = seen["read_page"][0]["listing"][0]
         value = {"headline": lead["headline"], "url": lead["url"]}
@@ -209,6 +216,23 @@ def test_openai_tools_records_and_survives_malformed_tool_calls(openai_batch):
         assert run["adapter"]["model_loop"]["invalid_tool_calls"] == 2
         settings = run["environment"]["agent_settings"]
         assert settings["model"] == "double-right" and settings["api_key_env"] == KEY_ENV
+
+
+def test_the_loop_counts_the_tool_results_each_prompt_held_and_the_gotos_it_was_shown(
+    openai_batch,
+):
+    _, _, model, _, _ = openai_batch
+    for run, _ in _runs(openai_batch, "wrong"):
+        loop = run["adapter"]["model_loop"]
+        # Four results of the first turn's calls reached the second prompt, seven the third.
+        convo = _conversation(model, "wrong", run["entry_url"])
+        held = [sum(m["role"] == "tool" for m in c.body["messages"]) for c in convo]
+        assert loop["tool_results_sent"] == held == [0, 4, 7]
+        # The entry URL came with the task; the made-up story's URL from nowhere. The first
+        # turn's goto, with arguments that are not JSON, is not a goto at all.
+        assert loop["goto"] == {"grounded": 1, "invented": 1}
+    for run, _ in _runs(openai_batch, "right"):
+        assert run["adapter"]["model_loop"]["goto"] == {"grounded": 0, "invented": 0}
 
 
 def test_openai_tools_cuts_big_tool_results(openai_batch):

@@ -44,6 +44,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -256,6 +257,10 @@ class OpenAIToolsAgent:
             "invalid_tool_calls": 0,
             "completion_tokens": [],
             "call_seconds": [],
+            # Tool results in each prompt sent, and each valid goto's target: one the task or an
+            # earlier tool result showed (grounded) or one the model made up (invented).
+            "tool_results_sent": [],
+            "goto": {"grounded": 0, "invented": 0},
         }
         budget = (
             ContextBudget(self.context_tokens, self.endpoint.max_completion_tokens)
@@ -283,6 +288,7 @@ class OpenAIToolsAgent:
         cap = self.endpoint.max_completion_tokens
         for _ in range(self.max_turns):
             sent = budget.fit(messages, specs) if budget else messages
+            stats["tool_results_sent"].append(sum(m.get("role") == "tool" for m in sent))
             payload = {
                 "model": self.manifest.model,
                 "messages": sent,
@@ -346,7 +352,7 @@ class OpenAIToolsAgent:
                 return  # the model is done talking
             finished, valid = False, False
             for call in calls:
-                result, done, ok = await self._dispatch(call, tools, stats)
+                result, done, ok = await self._dispatch(call, tools, stats, messages)
                 finished, valid = finished or done, valid or ok
                 messages.append(
                     {
@@ -371,10 +377,10 @@ class OpenAIToolsAgent:
         stats["stopped"] = f"max_turns ({self.max_turns}) reached"
 
     async def _dispatch(
-        self, call: Any, tools: BrowserTools, stats: dict
+        self, call: Any, tools: BrowserTools, stats: dict, read: list[dict]
     ) -> tuple[Any, bool, bool]:
         """Run one tool call: (result, finished, valid); a malformed one is recorded and
-        told to the model."""
+        told to the model. `read`: the conversation so far (a goto is grounded in it or not)."""
         fn = (call.get("function") or {}) if isinstance(call, dict) else {}
         name = fn.get("name")
         raw = fn.get("arguments") or "{}"
@@ -393,6 +399,8 @@ class OpenAIToolsAgent:
                 error = _check_args(name, tool, args)
         if error is None and tool is not None:
             stats["tool_calls"] += 1
+            if name == "goto" and isinstance(args, dict):
+                stats["goto"]["grounded" if grounded(args.get("url"), read) else "invented"] += 1
             try:
                 return await tool.call(tools, args), name == "finish", True
             except (TypeError, ValueError) as e:  # bad values the tool itself refuses
@@ -400,6 +408,21 @@ class OpenAIToolsAgent:
         stats["invalid_tool_calls"] += 1
         _record_invalid(tools, name, raw, error or "invalid call")
         return {"ok": False, "error": error}, False, False
+
+
+def grounded(url: Any, read: list[dict]) -> bool:
+    """Whether `url` appeared in the task or in a tool result the model had been given: a
+    target it read, not one it made up (a model that cannot see its tool results invents)."""
+    bare = url.strip().rstrip("/") if isinstance(url, str) else ""
+    if not bare:
+        return False
+    # The whole URL, not the start of a longer one (a trailing slash either way).
+    whole = re.compile(re.escape(bare) + r"/?(?![\w\-.~%/?#=&+])")
+    return any(
+        whole.search(m["content"])
+        for m in read
+        if m.get("role") in ("user", "tool") and isinstance(m.get("content"), str)
+    )
 
 
 def _record_invalid(tools: BrowserTools, name: Any, raw: Any, error: str) -> None:
