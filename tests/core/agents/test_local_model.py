@@ -218,6 +218,28 @@ def test_the_server_stops_at_the_requests_max_tokens_with_tools_offered_and_says
     assert choice["finish_reason"] == "length"
 
 
+def test_a_prompt_that_leaves_less_room_than_max_tokens_is_cut_short_of_the_cap():
+    """What the doubles' "context full" replies stand for (test_model_agent_failures): a prompt
+    that fits the context but leaves less room than max_tokens is answered 200 with fewer
+    completion tokens than asked and finish_reason "length", the same words as a reply cut at
+    its cap; only the count tells the two apart."""
+    manifest = _with(load_manifest(TOOLS_MANIFEST), timeout_s=120, local_model_ctx=512)
+    chat = ChatEndpoint(Endpoint.of(manifest, str(REPO)))
+    say = "Write a very long story about ships, harbours and their crews. "
+    story = {"messages": [{"role": "user", "content": say * 33}], "max_tokens": 256}
+
+    async def ask() -> dict:
+        async with chat.serve(), chat.client(chat.endpoint.key()) as client:
+            return await chat.complete(client, story, Redactor({}))
+
+    body = asyncio.run(ask())
+    (choice,) = body["choices"]
+    usage = body["usage"]
+    assert choice["finish_reason"] == "length", (choice, usage)
+    assert 0 < usage["completion_tokens"] < 256, usage
+    assert usage["prompt_tokens"] + usage["completion_tokens"] <= 512, usage
+
+
 # What the harness sends back after a tool call: a page's text as the tool result, with the
 # characters an HTML-escaping template mangled and the ones a byte-level one might.
 PAGE_TEXT = 'Harbor "Herald" & <Tides>: café, Ørsted, 東京, naïve: a=1&b=2'

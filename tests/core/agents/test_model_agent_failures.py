@@ -310,7 +310,23 @@ def browser_use_runs(harbor, browser_options, tmp_path_factory):
     the schema in the prompt. {structured_output: (row, score, double)}."""
     day, tasks, robots = harbor
     task = next(t for t in tasks if t["intent"] == "find_top_headline")
-    scripts = {"json_schema": [reply("never reached")], "prompt": _browser_use_in_prompt_mode}
+    # A reply cut at "length": short of its 256-token cap (the context was full, as
+    # llama.cpp answers it: 200, 11 tokens) and at the cap (the model's runaway).
+    cut = '{"evaluation_previous_goal": "ok", "memory": "'
+    scripts = {
+        "json_schema": [reply("never reached")],
+        "prompt": _browser_use_in_prompt_mode,
+        "context_full": [
+            reply(
+                cut, usage={"prompt_tokens": 8120, "completion_tokens": 11}, finish_reason="length"
+            )
+        ],
+        "cut_at_cap": [
+            reply(
+                cut, usage={"prompt_tokens": 900, "completion_tokens": 256}, finish_reason="length"
+            )
+        ],
+    }
     doubles = {k: OpenAIDouble(v, strict=True).start() for k, v in scripts.items()}
     try:
         with pytest.MonkeyPatch.context() as mp:
@@ -325,9 +341,10 @@ def browser_use_runs(harbor, browser_options, tmp_path_factory):
                         params={
                             "base_url": d.base_url,
                             "api_key_env": KEY_ENV,
-                            "structured_output": mode,
+                            "structured_output": mode if mode == "json_schema" else "prompt",
                             "retries": 0,
                             "max_failures": 1,
+                            "max_completion_tokens": 256,
                         },
                     )
                 )
@@ -339,7 +356,7 @@ def browser_use_runs(harbor, browser_options, tmp_path_factory):
                 robots=robots,
                 store=LocalArtifactStore(tmp_path_factory.mktemp("artifacts")),
                 settings=RunSettings(
-                    screenshot=False, artifacts=(), concurrency=2, observe_timeout_s=OBSERVE_S
+                    screenshot=False, artifacts=(), concurrency=4, observe_timeout_s=OBSERVE_S
                 ),
             )
             rows = run_tasks([task], day, runner)
@@ -366,3 +383,15 @@ def test_browser_use_with_the_schema_in_the_prompt_works_on_llama_cpp(browser_us
     assert row["env_failure"] is None and row["run_status"] == "answered", row["error"]
     assert row["answer"] and row["tokens"] > 0
     assert row["environment"]["agent_settings"]["structured_output"] == "prompt"
+
+
+def test_browser_use_cut_short_of_its_cap_by_a_full_context_is_the_harness_s(browser_use_runs):
+    """The same "length" reply: 11 tokens of 256 (the context filled up: the prompt left the
+    model no room) is the harness's; 256 of 256 is the model's runaway."""
+    row, score, double = browser_use_runs["context_full"]
+    assert row["env_failure"] == "harness_error" and score["excluded"], row["error"]
+    assert "context filled up after 11 completion tokens of its 256-token cap" in row["error"]
+    assert len(double.completions) == 1  # the cut call ends the run
+    row, score, double = browser_use_runs["cut_at_cap"]
+    assert row["env_failure"] is None and score["failure_class"] == "runaway_output"
+    assert "cut at its cap" in row["error"] and len(double.completions) == 1

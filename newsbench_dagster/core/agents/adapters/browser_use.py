@@ -25,7 +25,9 @@ Its observation budget, for small contexts: `actions` (the Browser Use actions o
 name; default all: each costs schema in the prompt), `max_page_chars` (the page's interactive
 elements shown per step, Browser Use's max_clickable_elements_length; default 40000, or what a
 known context leaves: `context_tokens`, or the local model's), `max_history_items`.
-A model call past its caps ends the run as `runaway_output`; the last step failing because the
+A model call past its caps ends the run as `runaway_output`, but one cut short of its token cap
+because the context filled up is the harness's (the prompt left the model no room); the last
+step failing because the
 model's reply was not an action Browser Use could read, as `prose_instead_of_action`; a
 refused request, as chat_endpoint decides (core.agents.chat_endpoint).
 Browser Use's anonymized telemetry, its PyPI version check, its element highlighting (which
@@ -205,6 +207,7 @@ class BrowserUseAgent:
         chat, cap = self.chat, self.endpoint.timeout_s
         token_cap = self.endpoint.max_completion_tokens
         running: list[Any] = []  # the Browser Use agent, once built (to stop it)
+        last_reply: dict[str, int] = {}  # the last completion's usage, as the server said
         if chat.start_error is not None:
             raise ModelEndpointError(chat.start_error, fault="environment")
         with _quiet_env():
@@ -220,6 +223,7 @@ class BrowserUseAgent:
                     try:
                         # A local server's calls take turns; the cap starts with the turn.
                         async with chat.turn():
+                            last_reply.clear()
                             call = super().ainvoke(messages, output_format, **kwargs)
                             try:
                                 out = await asyncio.wait_for(call, cap)
@@ -234,14 +238,12 @@ class BrowserUseAgent:
                             )
                     except Exception as e:
                         failure: Exception = e
-                        if isinstance(e, ModelOutputTruncatedError):  # cut at its cap
-                            failure = ModelOutputFailure(
-                                "runaway_output", f"the model's reply was cut at its cap: {e}"
-                            )
+                        if isinstance(e, ModelOutputTruncatedError):
+                            failure = _truncated(e, last_reply, token_cap)
                         llm_failure[:] = [failure]
                         stats["llm_errors"] += 1
-                        if isinstance(failure, ModelOutputFailure) and running:
-                            running[0].stop()  # no further steps after a runaway
+                        if failure is not e and running:
+                            running[0].stop()  # no further steps after a cut reply
                         if failure is e:
                             raise
                         raise failure from None
@@ -253,6 +255,7 @@ class BrowserUseAgent:
                     pass  # no PyPI version check: runs are offline and never phone home
 
             prompt_schema = self.structured_output == "prompt"
+            http = _usage_recording_client(last_reply)
             llm = _ChatModel(
                 model=self.manifest.model or "",
                 base_url=chat.base_url,
@@ -263,6 +266,7 @@ class BrowserUseAgent:
                 max_retries=self.endpoint.retries,
                 default_headers=self.endpoint.headers or None,
                 max_completion_tokens=token_cap,
+                http_client=http,
                 dont_force_structured_output=prompt_schema,
                 add_schema_to_system_prompt=prompt_schema,
             )
@@ -334,6 +338,7 @@ class BrowserUseAgent:
             # Disconnect without closing anything: the harness still owns the browser.
             with contextlib.suppress(Exception):
                 await session.reset()
+            await http.aclose()
             # Its own scratch directory (step screenshots among others).
             shutil.rmtree(agent.agent_directory, ignore_errors=True)
         if not answered and history.is_done():
@@ -343,6 +348,39 @@ class BrowserUseAgent:
             answered = True
         if not answered and llm_failure:
             raise _failure_of(llm_failure[0], public_url(chat.base_url), self.endpoint, key)
+
+
+def _usage_recording_client(last_reply: dict[str, int]) -> Any:
+    """The openai SDK's own HTTP client, noting each chat completion's usage in `last_reply`:
+    Browser Use raises on a reply cut at "length" without saying how many tokens it got."""
+    import openai
+
+    async def note(response: Any) -> None:
+        if not response.url.path.endswith("/chat/completions") or response.status_code != 200:
+            return
+        await response.aread()
+        with contextlib.suppress(ValueError, AttributeError, TypeError):
+            usage = response.json().get("usage") or {}
+            last_reply.update(
+                {k: int(usage[k]) for k in ("prompt_tokens", "completion_tokens") if k in usage}
+            )
+
+    return openai.DefaultAsyncHttpxClient(event_hooks={"response": [note]})
+
+
+def _truncated(e: BaseException, last_reply: dict[str, int], cap: int) -> Exception:
+    """A reply cut at "length": at its cap, the model's runaway; short of it, the context
+    filled up (llama.cpp answers a prompt that leaves less room than max_tokens with 200 and
+    stops at the context's end), which the prompt built for it caused, not the model."""
+    used = last_reply.get("completion_tokens")
+    if used is not None and used < cap:
+        return ModelEndpointError(
+            f"the model's context filled up after {used} completion tokens of its {cap}-token "
+            f"cap (prompt {last_reply.get('prompt_tokens', 0)} tokens): the prompt left it no "
+            "room (lower max_page_chars or max_history_items, or raise the context)",
+            fault="harness",
+        )
+    return ModelOutputFailure("runaway_output", f"the model's reply was cut at its cap: {e}")
 
 
 def _failure_of(e: BaseException, where: str, endpoint: Endpoint, key: str) -> Exception:
