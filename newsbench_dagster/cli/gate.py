@@ -12,16 +12,18 @@ import typer
 
 from newsbench_dagster.cli.common import (
     DEFAULT_PORT,
+    AtOption,
     PortOption,
     allowlist,
     console,
+    day_of,
     err,
     fail,
+    instant,
     progress,
     resolve_manifest,
     run_settings,
     running_newsroom,
-    today,
 )
 from newsbench_dagster.core.release.policy import Policy
 from newsbench_dagster.paths import AGENTS_DIR, ARTIFACTS_DIR, SUITES_DIR, WAREHOUSE_FILE
@@ -92,6 +94,7 @@ def gate(
     agents_dir: Annotated[Path, typer.Option("--agents", help="Manifest directory.")] = AGENTS_DIR,
     artifacts: Annotated[Path, typer.Option(help="Artifact folder.")] = ARTIFACTS_DIR,
     port: PortOption = DEFAULT_PORT,
+    at: AtOption = None,
     database: Annotated[Path, typer.Option(help="Warehouse (with --from-warehouse).")] = (
         WAREHOUSE_FILE
     ),
@@ -99,7 +102,9 @@ def gate(
     """Decide whether CANDIDATE may ship instead of BASELINE, and exit with the verdict: 0
     pass, 1 block, 3 insufficient evidence (2: bad input). Both run the same tasks (the
     regression suite, a held-out draw from today's feeds, the adversarial slice), interleaved,
-    on the embedded newsroom; the decision record is printed (Markdown, or --json)."""
+    on the embedded newsroom; the decision record is printed (Markdown, or --json). With --at,
+    the newsroom is frozen at that instant and the feeds are that instant's: a gate's
+    evaluation can be repeated on the same world."""
     from pydantic import ValidationError
 
     from newsbench_dagster.core.agents.protocol import scan_manifests
@@ -129,6 +134,9 @@ def gate(
             base = choose_baseline(cand, usable, policy.baseline)
         except ConfigError as e:
             fail(str(e), 2)
+    frozen = instant(at)
+    if frozen is not None and from_warehouse:
+        fail("--at freezes the newsroom a gate runs on; --from-warehouse runs nothing", 2)
     if cand.agent_version == base.agent_version:
         fail(f"candidate and baseline are the same version ({cand.agent_version})", 2)
     if from_warehouse and recompute:
@@ -139,7 +147,7 @@ def gate(
         verdict = _print_stored(database, cand.agent_version, base.agent_version, as_json)
     else:
         registry = allowlist(site, intent)
-        decision, task_set = _run(cand, base, policy, registry, artifacts, port)
+        decision, task_set = _run(cand, base, policy, registry, artifacts, port, frozen)
         _print_decision(
             {**decision, "task_set": task_set.description},
             {"dataset revision": task_set.revision},
@@ -149,15 +157,16 @@ def gate(
     raise typer.Exit(GATE_EXIT[verdict])
 
 
-def _run(cand, base, policy: Policy, registry, artifacts: Path, port: int):
-    """Both agents on the release task set of today's feeds, look by look, as
-    `candidate_runs` runs them (`core.release.looks`)."""
+def _run(cand, base, policy: Policy, registry, artifacts: Path, port: int, at=None):  # noqa: PLR0913
+    """Both agents on the release task set of today's feeds (or those of the instant `at`,
+    the newsroom frozen there), look by look, as `candidate_runs` runs them
+    (`core.release.looks`)."""
     from newsbench_dagster.core.artifacts import LocalArtifactStore
     from newsbench_dagster.core.release.looks import run_release
     from newsbench_dagster.core.release.plan import plan_task_set
 
-    day = today()
-    with running_newsroom(port) as world:
+    day = day_of(at)
+    with running_newsroom(port, at) as world:
         task_set = plan_task_set(
             registry, world, policy, suites_dir=SUITES_DIR, recent=[], day=day, warn=err.print
         )

@@ -149,3 +149,46 @@ def test_gate_refuses_bad_input_with_exit_2():
     assert same.exit_code == 2 and "same version" in same.output
     unknown = CliRunner().invoke(app, ["gate", "--candidate", "nobody"])
     assert unknown.exit_code == 2 and "'nobody'" in unknown.output
+    late = ["gate", "--candidate", SELECTOR, "--baseline", "reference"]
+    frozen = CliRunner().invoke(app, [*late, "--at", "noon"])
+    assert frozen.exit_code == 2 and "--at 'noon' is not an ISO 8601 instant" in frozen.output
+    stored = CliRunner().invoke(app, [*late, "--from-warehouse", "--at", "2026-11-30T12:00:00Z"])
+    assert stored.exit_code == 2 and "--from-warehouse runs nothing" in stored.output
+
+
+def test_gate_at_an_instant_runs_on_the_newsroom_frozen_there(tmp_path):
+    """`gate --at`: the tasks are the instant's (its day's feeds), and every run's world is the
+    newsroom frozen at that instant, whatever day the gate runs."""
+    at = "2026-11-30T12:00:00Z"
+    result = CliRunner().invoke(
+        app,
+        [
+            "gate",
+            "--candidate",
+            SELECTOR,
+            "--baseline",
+            "reference",
+            "--site",
+            "harbor",
+            "--intent",
+            "find_top_headline",
+            "--heldout",
+            "3",
+            "--max-looks",
+            "1",
+            "--json",
+            "--artifacts",
+            str(tmp_path),
+            "--port",
+            str(free_port()),
+            "--at",
+            at,
+        ],
+    )
+    assert result.exit_code in (0, 1, 3), result.output
+    decision = json.loads(result.stdout[result.stdout.index("{") :])
+    ids = decision["task_set"]["task_ids"]
+    runs = [json.loads(p.read_text()) for p in tmp_path.rglob("run.json")]
+    assert ids and len(runs) >= 2 * len(ids) and {r["task_id"] for r in runs} == set(ids)
+    assert {r["day"] for r in runs} == {"2026-11-30"}
+    assert {r["environment"]["world"]["frozen_at"] for r in runs} == {"2026-11-30T12:00:00+00:00"}
