@@ -47,8 +47,9 @@ def materialize(
     log_path: Path = LOG_DIR / "materialize.log",
 ) -> bool:
     """One Dagster run per site and day (recorded in the local instance, so the UI shows
-    them), `workers` at a time (`cli.fanout`), then each day's KPI rollup once its sites are
-    done; `resources` overrides resource config. Returns whether every run succeeded."""
+    them), `workers` at a time (`cli.fanout`; never more workers than sites), then each day's
+    KPI rollup once its sites are done; `resources` overrides resource config. Returns whether
+    every run succeeded."""
     from newsbench_dagster.cli import fanout
     from newsbench_dagster.run_health import fail_dead_runs
 
@@ -61,7 +62,9 @@ def materialize(
     if dead:
         err.print(f"marked {len(dead)} killed run(s) failed: {', '.join(dead)}", highlight=False)
         log.line(f"marked failed, their process gone: {', '.join(dead)}")
-    with progress() as bar, fanout.workers(workers) as pool:
+    # A day's site runs go at once, its KPI rollup after them: more workers than sites would
+    # only import everything to idle (one site runs here, in this process).
+    with progress() as bar, fanout.workers(min(workers, len(sites))) as pool:
         steps = bar.add_task("evaluating", total=len(days) * (len(sites) + int(with_kpis)))
 
         def done(partition: fanout.Partition, success: bool, run_id: str | None) -> None:

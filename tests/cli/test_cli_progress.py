@@ -7,14 +7,17 @@ from __future__ import annotations
 
 import inspect
 import io
+import os
 import re
 
 import pytest
+from dagster import DagsterInstance
 from rich.console import Console
 
 from newsbench_dagster.cli.common import LineProgress, progress
 from newsbench_dagster.cli.pipeline import materialize
 from newsbench_dagster.paths import LOG_DIR
+from newsbench_dagster.run_health import worker_of
 from tests.support.newsroom_clock import frozen_now
 
 pytestmark = pytest.mark.heavy(15)  # one Dagster run of one site
@@ -72,8 +75,14 @@ def test_the_demos_steps_go_to_the_step_log_and_to_stderr_as_lines(
             "tasks": {"intents": ["find_top_headline"]},
         }
         log = tmp_path / "logs" / "materialize.log"
-        ok = materialize([day], ["harbor"], newsroom.port, resources=resources, log_path=log)
+        ok = materialize(
+            [day], ["harbor"], newsroom.port, workers=2, resources=resources, log_path=log
+        )
     assert ok, log.read_text()
+    # One site: its runs went in this process, no worker spawned to import everything and idle.
+    with DagsterInstance.get() as instance:
+        runs = instance.get_runs()
+        assert len(runs) == 2 and {worker_of(instance, r.run_id)[0] for r in runs} == {os.getpid()}
     steps = [line.split(" ", 1)[1] for line in log.read_text().splitlines()]
     assert [s.split(" ", 1)[0] for s in steps] == ["start", "ok", "start", "ok", "all"], steps
     assert f"{day} harbor: feed → tasks → runs → scores in " in steps[1]
