@@ -22,33 +22,19 @@ pytestmark = pytest.mark.heavy(20)  # about 20 s on two busy cores
 SELECTOR = str(AGENTS_DIR / "selector-baseline.yaml")
 
 
+def _selector_gate(tmp_path, *options: str):
+    """`gate --json` of the selector baseline against the reference on harbor, on a newsroom
+    the command starts on a free port, artifacts in tmp_path."""
+    args = ["gate", "--candidate", SELECTOR, "--baseline", "reference", "--site", "harbor"]
+    args += ["--json", "--artifacts", str(tmp_path), "--port", str(free_port())]
+    return CliRunner().invoke(app, [*args, *options])
+
+
 def test_gate_blocks_the_selector_baseline_after_the_redesign_and_exits_1(tmp_path):
-    result = CliRunner().invoke(
-        app,
-        [
-            "gate",
-            "--candidate",
-            SELECTOR,
-            "--baseline",
-            "reference",
-            "--site",
-            "harbor",
-            "--intent",
-            "find_top_headline",
-            "--intent",
-            "extract_article_metadata",
-            "--heldout",
-            "12",
-            "--trials",
-            "1",
-            "--slice-min-tasks",
-            "5",
-            "--json",
-            "--artifacts",
-            str(tmp_path),
-            "--port",
-            str(free_port()),
-        ],
+    result = _selector_gate(
+        tmp_path,
+        *("--intent", "find_top_headline", "--intent", "extract_article_metadata"),
+        *("--heldout", "12", "--trials", "1", "--slice-min-tasks", "5"),
     )
     assert result.exit_code == 1, result.output
     decision = json.loads(result.stdout[result.stdout.index("{") :])
@@ -160,30 +146,8 @@ def test_gate_at_an_instant_runs_on_the_newsroom_frozen_there(tmp_path):
     """`gate --at`: the tasks are the instant's (its day's feeds), and every run's world is the
     newsroom frozen at that instant, whatever day the gate runs."""
     at = "2026-11-30T12:00:00Z"
-    result = CliRunner().invoke(
-        app,
-        [
-            "gate",
-            "--candidate",
-            SELECTOR,
-            "--baseline",
-            "reference",
-            "--site",
-            "harbor",
-            "--intent",
-            "find_top_headline",
-            "--heldout",
-            "3",
-            "--max-looks",
-            "1",
-            "--json",
-            "--artifacts",
-            str(tmp_path),
-            "--port",
-            str(free_port()),
-            "--at",
-            at,
-        ],
+    result = _selector_gate(
+        tmp_path, "--intent", "find_top_headline", "--heldout", "3", "--max-looks", "1", "--at", at
     )
     assert result.exit_code in (0, 1, 3), result.output
     decision = json.loads(result.stdout[result.stdout.index("{") :])

@@ -310,6 +310,17 @@ class ChatEndpoint:
         )
 
 
+def context_filled_up(completion: int, cap: int, prompt_tokens: int) -> ModelEndpointError:
+    """A reply cut at "length" with fewer tokens than its cap: the context filled up (llama.cpp
+    answers a prompt that leaves less room than max_tokens with 200 and stops at the context's
+    end). The prompt the harness built left the model no room: ours, not the model's."""
+    return ModelEndpointError(
+        f"the model's context filled up after {completion} completion tokens of its {cap}-token "
+        f"cap (prompt {prompt_tokens} tokens): the prompt Newsbench built left it no room",
+        fault="harness",
+    )
+
+
 def refusal(status: int, text: str, where: str, key_env: str) -> Exception | None:
     """What an HTTP error of the endpoint means (this module's docstring), or None when it is
     worth another attempt (429, 5xx)."""

@@ -27,9 +27,9 @@ elements shown per step, Browser Use's max_clickable_elements_length; default 40
 known context leaves: `context_tokens`, or the local model's), `max_history_items`.
 A model call past its caps ends the run as `runaway_output`, but one cut short of its token cap
 because the context filled up is the harness's (the prompt left the model no room); the last
-step failing because the
-model's reply was not an action Browser Use could read, as `prose_instead_of_action`; a
-refused request, as chat_endpoint decides (core.agents.chat_endpoint).
+step failing because the model's reply was not an action Browser Use could read, as
+`prose_instead_of_action`; a refused request, as chat_endpoint decides
+(core.agents.chat_endpoint).
 Browser Use's anonymized telemetry, its PyPI version check, its element highlighting (which
 would draw on the scored page) and its signal handlers are off.
 """
@@ -53,6 +53,7 @@ from newsbench_dagster.core.agents.adapters.openai_tools import task_message
 from newsbench_dagster.core.agents.chat_endpoint import (
     ChatEndpoint,
     Endpoint,
+    context_filled_up,
     public_url,
     refusal,
 )
@@ -370,16 +371,10 @@ def _usage_recording_client(last_reply: dict[str, int]) -> Any:
 
 def _truncated(e: BaseException, last_reply: dict[str, int], cap: int) -> Exception:
     """A reply cut at "length": at its cap, the model's runaway; short of it, the context
-    filled up (llama.cpp answers a prompt that leaves less room than max_tokens with 200 and
-    stops at the context's end), which the prompt built for it caused, not the model."""
+    filled up (chat_endpoint.context_filled_up)."""
     used = last_reply.get("completion_tokens")
     if used is not None and used < cap:
-        return ModelEndpointError(
-            f"the model's context filled up after {used} completion tokens of its {cap}-token "
-            f"cap (prompt {last_reply.get('prompt_tokens', 0)} tokens): the prompt left it no "
-            "room (lower max_page_chars or max_history_items, or raise the context)",
-            fault="harness",
-        )
+        return context_filled_up(used, cap, last_reply.get("prompt_tokens", 0))
     return ModelOutputFailure("runaway_output", f"the model's reply was cut at its cap: {e}")
 
 

@@ -54,6 +54,7 @@ from newsbench_dagster.core import input_files
 from newsbench_dagster.core.agents.chat_endpoint import (
     ChatEndpoint,
     Endpoint,
+    context_filled_up,
     first_message,
 )
 from newsbench_dagster.core.agents.context_budget import ContextBudget
@@ -61,7 +62,7 @@ from newsbench_dagster.core.agents.protocol import AgentManifest, AgentTask
 from newsbench_dagster.core.agents.tool_specs import tool_specs
 from newsbench_dagster.core.agents.tools import BrowserTools
 from newsbench_dagster.core.agents.trajectory import truncate_utf8
-from newsbench_dagster.core.errors import ConfigError, ModelEndpointError, ModelOutputFailure
+from newsbench_dagster.core.errors import ConfigError, ModelOutputFailure
 
 DEFAULT_SYSTEM_PROMPT = """You are a careful web research agent working in a real browser.
 The page named in the task is already open. Use the tools to look at pages (read_page and
@@ -317,15 +318,7 @@ class OpenAIToolsAgent:
                     f"cap of {cap} (max_completion_tokens; the server did not stop it)",
                 )
             if finish == "length" and completion < cap:
-                # Cut before its cap: the context filled up (llama.cpp answers a prompt that
-                # leaves less room than max_tokens with 200 and stops at the context's end).
-                # The prompt we built left the model no room: ours, not the model's.
-                raise ModelEndpointError(
-                    f"the model's context filled up after {completion} completion tokens of its "
-                    f"{cap}-token cap (prompt {prompt_tokens} tokens): the prompt Newsbench "
-                    "built left it no room",
-                    fault="harness",
-                )
+                raise context_filled_up(completion, cap, prompt_tokens)
             if finish == "length":
                 # Cut at the cap: prose without a call, or a call whose arguments never ended.
                 what = "in a tool call's arguments" if calls else "without a tool call"
