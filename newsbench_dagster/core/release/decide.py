@@ -18,7 +18,8 @@ from newsbench_dagster.core.release.sequential import (
     estimate,
     overall_verdict,
     slice_verdict,
-    task_differences,
+    span,
+    task_trials,
 )
 from newsbench_dagster.core.release.sequential import look as sequential_look
 from newsbench_dagster.core.scoring import compliance
@@ -66,9 +67,9 @@ def _compare(
 ) -> dict:
     """Candidate - baseline over the tasks both ran, with the look's repeated confidence
     interval and what it shows."""
-    diffs = task_differences(_trials(cand), _trials(base))
+    pairs = task_trials(_trials(cand), _trials(base))
     site_of = {r["task_id"]: r["site"] for r in cand + base}
-    est = estimate(diffs, site_of)
+    est = estimate(pairs, site_of)
     found = (
         None if est is None else sequential_look(est, _critical(policy, alpha, look, final), alpha)
     )
@@ -322,10 +323,8 @@ def _pct(x: float | None) -> str:
 
 
 def _span(c: dict) -> str:
-    d = c["diff"]
-    if not d:
-        return "-"
-    return f"{d['diff']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}]"
+    d = c["diff"] or {}
+    return span(d.get("diff"), d.get("low"), d.get("high"))
 
 
 def _history(seq: dict) -> list[str]:
@@ -334,16 +333,12 @@ def _history(seq: dict) -> list[str]:
     if not rows:
         return []
 
-    def span(h: dict) -> str:
-        if h["diff"] is None:
-            return "-"
-        return f"{h['diff']:+.3f} [{h['low']:+.3f}, {h['high']:+.3f}]"
-
     return [
         "| look | runs | tasks gated | difference [interval] | verdict |",
         "|---|---|---|---|---|",
         *[
-            f"| {h['look']} | {h['runs']} | {h['tasks_gated']} | {span(h)} | {h['verdict']} |"
+            f"| {h['look']} | {h['runs']} | {h['tasks_gated']} | "
+            f"{span(h['diff'], h['low'], h['high'])} | {h['verdict']} |"
             for h in rows
         ],
         "",

@@ -1,13 +1,22 @@
 """The release gate's statistics: a group-sequential test with error spending, read off one
 repeated confidence interval (RCI) per look.
 
-The unit of evidence is the task: D_i = candidate - baseline success rate on task i (over its
-trials), both agents on the same tasks. At look k of K planned looks the gate has n tasks,
-their mean difference D and its standard error; the interval D +- c_k * se holds the true
-difference at every look at once with probability 1 - alpha (per side), however the looks
-end, because c_k comes from an alpha-spending function (Lan & DeMets 1983, Biometrika 70:659;
-the boundaries by the recursive integration of Armitage, McPherson & Rowe 1969, as in
-Jennison & Turnbull 2000, "Group Sequential Methods", ch. 19). From that interval:
+The unit of evidence is the task: both agents run the same tasks, each `trials` times, and
+task i gives the candidate's success rate x_i and the baseline's y_i. At look k of K planned
+looks the gate has n tasks and the difference D = mean(x) - mean(y). Its interval holds the
+true difference at every look at once with probability 1 - alpha (per side), however the
+looks end, because its critical value c_k comes from an alpha-spending function (Lan &
+DeMets 1983, Biometrika 70:659; the boundaries by the recursive integration of Armitage,
+McPherson & Rowe 1969, as in Jennison & Turnbull 2000, "Group Sequential Methods", ch. 19).
+
+The interval at c_k is a score interval for paired proportions, not D +- c_k * se: a Wilson
+interval for each agent's success (on its effective number of tasks: the task count scaled by
+how much less the task rates vary than single trials would, Kish's design effect, as Korn &
+Graubard 1998 do for clustered proportions), combined with the two agents' correlation over
+tasks by MOVER (Newcombe 1998, Stat Med 17:2635, method 10; Zou & Donner 2008). A symmetric
+interval leaves [-1, 1] and loses its coverage near 0 and 1 (0/28 against 28/28 read
+-1.000 [-1.071, -0.929]); this one stays in range, is never of zero width (a Wilson interval
+at 0/n or n/n is not), and is the symmetric one where rates are away from the ends. From it:
 
 * pass: its low end is above -margin (non-inferiority shown);
 * block: its high end is below 0 (the candidate is worse than the baseline, shown);
@@ -16,7 +25,9 @@ Jennison & Turnbull 2000, "Group Sequential Methods", ch. 19). From that interva
 
 Each of the two statements is wrong with probability at most alpha over all the looks: an
 identical candidate is blocked at most alpha of the time, and one `margin` worse passes at
-most alpha of the time. Pure numpy; boundaries are cached per design.
+most alpha of the time (`benchmarks/gate_power.py`). Pure numpy; boundaries are cached per
+design. Every bound is rounded once, to `PLACES` decimals, where it is made: the verdict is
+read off and every output prints the same number.
 """
 
 from __future__ import annotations
@@ -30,6 +41,7 @@ from typing import Literal
 
 import numpy as np
 
+from newsbench_dagster.core.analytics.stats import wilson
 from newsbench_dagster.core.release.thresholds import MARGIN  # noqa: F401 - part of the API
 
 Spending = Literal["obrien_fleming", "pocock"]
@@ -113,42 +125,80 @@ def _trapezoid(grid: np.ndarray) -> np.ndarray:
     return w
 
 
+PLACES = 4  # decimals of every stored bound; printed with 3 (`span`)
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One agent's mean success over the tasks and its effective number of tasks."""
+
+    mean: float
+    n_eff: float
+
+
 @dataclass(frozen=True)
 class Estimate:
-    """Mean paired difference over tasks and its standard error."""
+    """Candidate and baseline success over the tasks both ran, and their correlation."""
 
     diff: float
-    se: float
+    candidate: Arm
+    baseline: Arm
+    corr: float
     n_tasks: int
     n_sites: int
+
+
+def task_trials(
+    candidate: Mapping[str, Sequence[bool]], baseline: Mapping[str, Sequence[bool]]
+) -> dict[str, tuple[Sequence[bool], Sequence[bool]]]:
+    """Per task both ran: (candidate's trials, baseline's trials)."""
+    return {
+        t: (candidate[t], baseline[t])
+        for t in sorted(set(candidate) & set(baseline))
+        if candidate[t] and baseline[t]
+    }
 
 
 def task_differences(
     candidate: Mapping[str, Sequence[bool]], baseline: Mapping[str, Sequence[bool]]
 ) -> dict[str, float]:
     """Per task both ran: candidate - baseline success rate over its trials."""
-    out = {}
-    for t in sorted(set(candidate) & set(baseline)):
-        c, b = candidate[t], baseline[t]
-        if c and b:
-            out[t] = sum(map(bool, c)) / len(c) - sum(map(bool, b)) / len(b)
-    return out
+    return {
+        t: sum(map(bool, c)) / len(c) - sum(map(bool, b)) / len(b)
+        for t, (c, b) in task_trials(candidate, baseline).items()
+    }
 
 
-def estimate(diffs: Mapping[str, float], site_of: Mapping[str, str]) -> Estimate | None:
-    """The mean of the per-task differences and its standard error; None without two tasks.
+def _arm(rates: np.ndarray, runs: int) -> Arm:
+    """Mean rate and effective tasks n p(1-p) / s^2: n when tasks are all-or-nothing (the
+    binomial), up to the run count when every trial is a fresh coin of the same p."""
+    n, p = len(rates), float(rates.mean())
+    var = float(rates.var(ddof=1))
+    if var <= 0 or p * (1 - p) <= 0:
+        return Arm(p, float(runs))
+    return Arm(p, min(max(n * p * (1 - p) / var, n), float(runs)))
 
-    The variance gets one pseudo-observation of squared size 1 (a whole flip): a gate that
-    has seen no task disagree yet has not shown the agents never do, so zero observed
-    variance never makes an interval of zero width."""
-    values = np.array(list(diffs.values()), dtype=float)
-    n = len(values)
+
+def estimate(
+    pairs: Mapping[str, tuple[Sequence[bool], Sequence[bool]]], site_of: Mapping[str, str]
+) -> Estimate | None:
+    """Both agents' success over the tasks both ran (`task_trials`) and their correlation
+    over tasks (0 where either agent's rates do not vary); None without two tasks."""
+    n = len(pairs)
     if n < 2:
         return None
-    ss = float(((values - values.mean()) ** 2).sum())
-    se = math.sqrt((ss + 1.0) / (n * (n - 1)))
-    sites = {site_of[t] for t in diffs}
-    return Estimate(float(values.mean()), se, n, len(sites))
+    c = np.array([sum(map(bool, a)) / len(a) for a, _ in pairs.values()])
+    b = np.array([sum(map(bool, z)) / len(z) for _, z in pairs.values()])
+    corr = float(np.corrcoef(c, b)[0, 1]) if c.std() > 0 and b.std() > 0 else 0.0
+    cand = _arm(c, sum(len(a) for a, _ in pairs.values()))
+    base = _arm(b, sum(len(z) for _, z in pairs.values()))
+    sites = {site_of[t] for t in pairs}
+    return Estimate(cand.mean - base.mean, cand, base, corr, n, len(sites))
+
+
+def _wilson(arm: Arm, z: float) -> tuple[float, float]:
+    lo, hi = wilson(arm.mean * arm.n_eff, arm.n_eff, z)
+    return float(lo), float(hi)
 
 
 @dataclass(frozen=True)
@@ -164,19 +214,34 @@ class Look:
     alpha: float
 
     def as_dict(self) -> dict:
-        return {k: round(v, 4) if isinstance(v, float) else v for k, v in vars(self).items()}
+        return dict(vars(self))
 
 
 def look(est: Estimate, critical: float, alpha: float) -> Look:
+    """The MOVER interval for candidate - baseline at the look's critical value: each end
+    moves from D by the two agents' own Wilson distances, less their shared part."""
+    (l1, u1), (l2, u2) = _wilson(est.candidate, critical), _wilson(est.baseline, critical)
+    p1, p2, r = est.candidate.mean, est.baseline.mean, est.corr
+    down = (p1 - l1) ** 2 - 2 * r * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2
+    up = (u1 - p1) ** 2 - 2 * r * (u1 - p1) * (p2 - l2) + (p2 - l2) ** 2
+    low = max(est.diff - math.sqrt(max(down, 0.0)), -1.0)  # max: float dust below -1
+    high = min(est.diff + math.sqrt(max(up, 0.0)), 1.0)
     return Look(
-        est.diff,
-        est.diff - critical * est.se,
-        est.diff + critical * est.se,
-        critical,
+        round(est.diff, PLACES),
+        round(low, PLACES),
+        round(high, PLACES),
+        round(critical, PLACES),
         est.n_tasks,
         est.n_sites,
         alpha,
     )
+
+
+def span(diff: float | None, low: float | None, high: float | None) -> str:
+    """A difference and its interval as every output prints it."""
+    if diff is None:
+        return "-"
+    return f"{diff:+.3f} [{low:+.3f}, {high:+.3f}]"
 
 
 def overall_verdict(
@@ -189,15 +254,15 @@ def overall_verdict(
     if found is None or found.n_tasks < block_min_tasks:
         have = f"{found.n_tasks} tasks" if found else "fewer than 2 tasks"
         return "insufficient_evidence", f"{have}; need {block_min_tasks} to decide"
-    span = f"{found.diff:+.3f} [{found.low:+.3f}, {found.high:+.3f}]"
+    shown = span(found.diff, found.low, found.high)
     if found.high < 0:
-        return "block", f"candidate - baseline {span}: worse than the baseline, shown"
+        return "block", f"candidate - baseline {shown}: worse than the baseline, shown"
     if found.n_tasks < min_tasks or found.n_sites < min_sites:
         have = f"{found.n_tasks} tasks over {found.n_sites} sites"
         return "insufficient_evidence", f"{have}; a pass needs {min_tasks} over {min_sites}"
     if found.low > margin:
-        return "pass", f"candidate - baseline {span}: within {margin:+.2f}, shown"
-    return "insufficient_evidence", f"candidate - baseline {span}: too wide to tell yet"
+        return "pass", f"candidate - baseline {shown}: within {margin:+.2f}, shown"
+    return "insufficient_evidence", f"candidate - baseline {shown}: too wide to tell yet"
 
 
 def slice_verdict(found: Look | None, *, margin: float, min_tasks: int) -> tuple[str, str]:
@@ -207,9 +272,9 @@ def slice_verdict(found: Look | None, *, margin: float, min_tasks: int) -> tuple
     if found is None or found.n_tasks < min_tasks:
         have = f"{found.n_tasks} tasks" if found else "fewer than 2 tasks"
         return "insufficient_evidence", f"{have}; need {min_tasks}"
-    span = f"{found.diff:+.3f} [{found.low:+.3f}, {found.high:+.3f}]"
+    shown = span(found.diff, found.low, found.high)
     if found.high < margin:
-        return "block", f"candidate - baseline {span}: entirely below {margin:+.2f}"
+        return "block", f"candidate - baseline {shown}: entirely below {margin:+.2f}"
     if found.low > margin:
-        return "pass", f"candidate - baseline {span}"
-    return "insufficient_evidence", f"candidate - baseline {span}: too wide to tell"
+        return "pass", f"candidate - baseline {shown}"
+    return "insufficient_evidence", f"candidate - baseline {shown}: too wide to tell"

@@ -88,14 +88,16 @@ def _decide(rows, runs=(), **kw):
 
 
 def test_an_equal_candidate_passes_with_its_interval():
-    d = _decide(_pairs(4, 16))
+    # 160 tasks without a failure: each agent's success is above 0.955 at look 1's critical
+    # value (Wilson), so the difference is within the margin.
+    d = _decide(_pairs(4, 40))
     assert d["verdict"] == "pass", d["reasons"]
     o = d["overall"]["diff"]
     assert o["diff"] == 0 and POLICY.margin < o["low"] < 0 < o["high"]
     assert d["overall"][CANDIDATE]["ci_low"] < 1.0  # a rate never comes without its interval
-    assert d["sample_counts"]["tasks_gated"] == 64
-    # Half the tasks: the interval is too wide to show non-inferiority yet (never a pass).
-    half = _decide(_pairs(4, 8))
+    assert d["sample_counts"]["tasks_gated"] == 160
+    # A quarter of the tasks: the interval is too wide to show non-inferiority yet.
+    half = _decide(_pairs(4, 10))
     assert half["verdict"] == "insufficient_evidence", half["reasons"]
     assert half["overall"]["diff"]["low"] < POLICY.margin
 
@@ -184,7 +186,7 @@ def test_drifted_and_volatile_sites_are_excluded_from_gating_and_reported():
 
 
 def test_only_counted_attempts_are_compared():
-    rows = _pairs(4, 16)
+    rows = _pairs(4, 40)
     lost = _score("site0-t0", "site0", CANDIDATE, False, counted=False, excluded=True)
     d = _decide([*rows, {**lost, "failure_class": "site_down", "attempt": 0}])
     assert d["verdict"] == "pass"
