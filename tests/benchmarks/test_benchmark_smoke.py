@@ -172,12 +172,15 @@ def real_pages(out: str) -> None:
     assert re.search(r"^inspect's rules were developed on: mozilla/readability, ", out, re.M)
     assert re.search(r"^errors: inspect 0, trafilatura \d+", out, re.M), out
     assert re.search(r"^inspect vs best library: headline [+-][\d.]+, published .+$", out, re.M)
+    assert re.search(
+        r"^ambiguous \(inspect read two supported values.*\): pages [\d.]+% ", out, re.M
+    )
     # The other matching's figures: titles and dates exactly as the sources keep them.
     strict = r"^as the sources keep them \(--strict\), all pages: headline inspect [\d.]+, "
     assert re.search(strict + r"trafilatura [\d.]+; published inspect", out, re.M), out
     found = re.search(
         r"^real pages: headline [\d.]+, published [\d.]+, authors [\d.]+, "
-        r"behind-a-library folds (\d+) of (\d+)\Z",
+        r"ambiguous [\d.]+%, behind-a-library folds (\d+) of (\d+)\Z",
         out,
         re.M,
     )

@@ -64,13 +64,26 @@ def test_strict_matching_keeps_the_decoration(rp):
 
 def test_metascraper_asks_for_the_latest_date(rp):
     got = {"published": "2019-01-07T15:37:00-05:00", "modified": "2021-05-13T14:01:31-04:00"}
-    truth = "2021-05-13T18:01:31.000Z"  # metascraper's `date`: JSON-LD dateModified first
-    meta = "microlinkhq/metascraper"
-    assert rp.right("published", truth, rp.answer(got, "published", meta))
-    assert not rp.right("published", truth, rp.answer(got, "published", meta, strict=True))
+    row = {"title": None, "date_published": "2021-05-13T18:01:31.000Z", "url": None}
+    meta = {**row, "source_repo": "microlinkhq/metascraper"}  # `date`: dateModified first
+    assert rp.answers(got, "published", "microlinkhq/metascraper") == [got["modified"]]
+    assert rp.judge(meta, got, "published")
+    assert not rp.judge(meta, got, "published", strict=True)
     # Elsewhere a date is a publication date: the modified one is not asked for.
-    assert rp.answer(got, "published", "postlight/parser") == got["published"]
+    assert not rp.judge({**row, "source_repo": "postlight/parser"}, got, "published")
     # No modified date: the published one stands; a date two days off is wrong.
     only = {"published": "2021-05-11T10:00:00Z"}
-    assert rp.answer(only, "published", meta) == only["published"]
-    assert not rp.right("published", truth, only["published"])
+    assert rp.answers(only, "published", "microlinkhq/metascraper") == [only["published"]]
+    assert not rp.judge(meta, only, "published")
+
+
+def test_an_ambiguous_reading_is_right_when_the_truth_is_either_value(rp):
+    """inspect read two supported headlines; the truth is the second: right, and only then."""
+    row = {"title": "The Pebble 2 adds heart rate", "url": "https://www.cnet.com/a"}
+    row["source_repo"] = "microlinkhq/metascraper"
+    got = {"headline": "Pebble Core: a hat trick", "ambiguous": {}}
+    assert not rp.judge(row, got, "headline")
+    got["ambiguous"]["headline"] = ["Pebble Core: a hat trick", "The Pebble 2 adds heart rate"]
+    assert rp.judge(row, got, "headline")
+    got["ambiguous"]["headline"] = ["Pebble Core: a hat trick", "Another story"]
+    assert not rp.judge(row, got, "headline")

@@ -5,7 +5,9 @@ and coverage, per day × site × agent version × slice (all, intent, device, ge
 locale, risk tier).
 
 Environment failures are counted on their own and never enter the success rate, nor do void
-runs (the page showed no answer at the run's instant: nobody's failure, `n_void`); the page
+runs (the page showed no answer at the run's instant: nobody's failure, `n_void`) or
+ambiguous ones (the page named two answers and the run's agreed with one: nobody's failure,
+under `ambiguous` in the failure taxonomy); the page
 measures (load time, JS and network errors) count every run, since they measure the pages.
 Rows written before a column existed read as NULL: a missing column or value counts as
 nothing observed, never as zero.

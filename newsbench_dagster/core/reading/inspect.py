@@ -22,7 +22,17 @@ def summary(record: PageRecord) -> dict[str, Any]:
         "sources": record.sources,
         "confidence": record.confidence,
         "conflicts": record.conflicts,
+        "ambiguous": {
+            field: [_plain(v) for v in values] for field, values in record.ambiguous.items()
+        },
     }
+
+
+def _plain(value: Any) -> Any:
+    """A reading as the summary prints its field: a timestamp as ISO 8601, names as a list."""
+    if hasattr(value, "iso"):
+        return value.iso()
+    return list(value) if isinstance(value, tuple) else value
 
 
 def inspect_bytes(

@@ -109,6 +109,9 @@ PLACES = {
     "europe", "africa", "asia", "america",
 }  # fmt: skip
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+# What follows a reporter's name after a slash in Chinese and Japanese credits: the dateline
+# ("記者陳嘉寧／桃園機場報導", "台北19日電") or a photo credit ("／攝影", "翻攝", "撮影").
+_CJK_DATELINE = re.compile(r"(?:報導|报道|報道|攝影|摄影|撮影|翻攝|翻摄|傳真|传真|日電|日电)$")
 _INITIALS = re.compile(r"^(?:[^\W\d_]\.){1,3}$")  # "T.", "T.C.", "J.R.R."
 _PAREN = re.compile(r"\s*[(\[（【].*?(?:[)\]）】]|$)")
 # Where a byline's first part ends: "Jane Doe | Site", "Jane Doe · CBC News", "Jane — Paris".
@@ -152,6 +155,8 @@ def person_name(text: str, lone_word_ok: bool = False) -> str | None:
         # CJK names are written without spaces (a Japanese one may have one): 2-10 characters.
         compact = text.split()
         name = " ".join(compact[:2]) if len(compact) <= 2 else compact[0]
+        if _CJK_DATELINE.search(name):
+            return None
         return name if 2 <= len(name.replace(" ", "")) <= 10 and not is_agency(name) else None
     if not _cased_script(text):
         words = text.split()

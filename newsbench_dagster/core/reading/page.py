@@ -191,6 +191,7 @@ def _understand(
         sources=r.sources,
         confidence=r.confidence,
         conflicts=r.conflicts,
+        ambiguous=r.ambiguous,
         missing=tuple(r.missing),
         errors=tuple(r.errors),
     )

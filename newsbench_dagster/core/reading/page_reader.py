@@ -108,17 +108,21 @@ class PageReader:
         self.sources: dict[str, str] = {}
         self.confidence: dict[str, float] = {}
         self.conflicts: dict[str, list[str]] = {}
+        self.ambiguous: dict[str, list[Any]] = {}
         base = first(doc.xpath("//base/@href"))
         self.base = urljoin(url or "", base) if isinstance(base, str) else url
 
     def chose(self, field_name: str, choice: Choice | None) -> Any:
-        """Record a field's choice (source, confidence, dissenting sources); its value."""
+        """Record a field's choice (source, confidence, dissenting sources, and the readings
+        it is ambiguous between when it has rivals); its value."""
         if choice is None:
             return None
         self.sources[field_name] = choice.source
         self.confidence[field_name] = choice.confidence
         if choice.dissent:
             self.conflicts[field_name] = list(choice.dissent)
+        if choice.rivals:
+            self.ambiguous[field_name] = [choice.value, *choice.rivals]
         return choice.value
 
     @cached_property

@@ -89,6 +89,9 @@ class PageRecord:
     # field -> the chosen value's share of the weight of every signal that named one (0..1)
     confidence: dict[str, float] = field(default_factory=dict)
     conflicts: dict[str, list[str]] = field(default_factory=dict)  # field -> strong dissenters
+    # field -> the readings it is ambiguous between, the chosen one first (evidence.choose:
+    # a rival with a strong source's support and at least half the winner's)
+    ambiguous: dict[str, list[Any]] = field(default_factory=dict)
     missing: tuple[str, ...] = ()
     errors: tuple[str, ...] = ()
 

@@ -422,10 +422,9 @@ def test_inspect_prints_one_json_object():
     assert result.exit_code == 0, result.output
     [line] = result.stdout.splitlines()
     doc = json.loads(line)
-    # The keys other tools read stay; confidence and conflicts were added after them.
-    assert set(doc) == KEYS | {"confidence", "conflicts"} and list(doc)[: len(KEYS)] == [
-        *KEYS_IN_ORDER
-    ]
+    # The keys other tools read stay; confidence, conflicts and ambiguous came after them.
+    assert set(doc) == KEYS | {"confidence", "conflicts", "ambiguous"}
+    assert list(doc)[: len(KEYS)] == [*KEYS_IN_ORDER]
     assert doc["headline"] == "Stadtrat beschließt neues Radwegenetz"
     assert doc["authors"] == ["Anna Schmidt", "Jonas Weber"] and doc["modified"] is None
     assert doc["canonical"] == "https://lahnbote.example/lokales/stadtrat-radwegenetz-104233.html"

@@ -38,6 +38,8 @@ def article(byline: str, title: str = "Harbour ferry timetable changes") -> byte
         ("Автор: Иван Петров", ["Иван Петров"]),
         ("作者：张伟", ["张伟"]),
         ("記者 山田太郎", ["山田太郎"]),
+        ("記者陳嘉寧／桃園機場報導", ["陳嘉寧"]),  # the dateline after the slash is no name
+        ("記者林悅／南市報導", ["林悅"]),
         ("JOSH HASKELL, DAVID CAPLAN and PATRICK REEVELL", ["JOSH HASKELL", "DAVID CAPLAN",
                                                            "PATRICK REEVELL"]),
         ("Steven Shepard Link Copied", ["Steven Shepard"]),
@@ -174,6 +176,57 @@ def test_strong_signals_that_disagree_are_reported():
     r = inspect_bytes(page(head, "<p>x</p>").encode())
     assert r["headline"] == "Harbour ferry timetable changes"
     assert r["conflicts"]["headline"] == ["og:title"] and r["confidence"]["headline"] < 1
+
+
+def _two_headlines(social_signals: str) -> bytes:
+    """The visible headline in JSON-LD, h1 and title; another one in the social tags."""
+    head = (
+        '<script type="application/ld+json">{"@type": "NewsArticle", '
+        '"headline": "Pebble Core: a fitness hat trick with GPS and 3G"}</script>'
+        f"<title>Pebble Core: a fitness hat trick with GPS and 3G</title>{social_signals}"
+    )
+    body = "<article><h1>Pebble Core: a fitness hat trick with GPS and 3G</h1></article>"
+    return page(head, body).encode()
+
+
+def test_two_well_supported_headlines_make_the_field_ambiguous():
+    """A visible headline and a different social one (og:title and twitter:title agreeing), as
+    real pages carry: each is the story's headline, so the field is ambiguous between them
+    (a checker accepts either); the visible one is still the chosen value."""
+    social = "The Pebble 2 watch adds heart rate, and the Pebble Core is not a watch at all"
+    r = inspect_bytes(
+        _two_headlines(
+            f'<meta property="og:title" content="{social}">'
+            f'<meta name="twitter:title" content="{social}">'
+        )
+    )
+    assert r["headline"] == "Pebble Core: a fitness hat trick with GPS and 3G"
+    assert r["ambiguous"]["headline"] == [r["headline"], social]
+
+
+def test_a_lone_weak_dissenter_leaves_the_headline_unambiguous():
+    r = inspect_bytes(_two_headlines('<meta name="twitter:title" content="Click here now">'))
+    assert r["headline"] == "Pebble Core: a fitness hat trick with GPS and 3G"
+    assert "headline" not in r["ambiguous"]
+
+
+def test_two_strong_publication_days_make_the_date_ambiguous():
+    """JSON-LD and a date meta say one day, the page's microdata nine days later: either could
+    be the publication; the summary names both, the better supported first."""
+    head = (
+        '<script type="application/ld+json">{"@type": "NewsArticle", "headline": "Ferry", '
+        '"datePublished": "2017-07-09T23:17:52Z"}</script>'
+        '<meta name="date" content="2017-07-09">'
+    )
+    body = (
+        '<div itemscope itemtype="https://schema.org/NewsArticle">'
+        '<meta itemprop="datePublished" content="2017-07-18T10:00:00Z"><p>x</p></div>'
+    )
+    r = inspect_bytes(page(head, body).encode())
+    assert [d[:10] for d in r["ambiguous"]["published"]] == ["2017-07-09", "2017-07-18"]
+    # The same microdata date one hour off is the same publication: no ambiguity.
+    same = body.replace("2017-07-18T10:00:00Z", "2017-07-10T00:17:52Z")
+    assert "published" not in inspect_bytes(page(head, same).encode())["ambiguous"]
 
 
 # -- charsets ---------------------------------------------------------------------------------

@@ -272,8 +272,24 @@ def metadata_conflicts(obs: dict, sig: dict) -> list[str]:
         reasons.append("og:title and JSON-LD headline disagree")
     truth = sig["authors_jsonld"] or sig["authors_meta"]
     if truth and sig["bylines"] and max(author_match(b, truth) for b in sig["bylines"]) < 0.5:
-        reasons.append("on-page byline contradicts the metadata authors")
+        reasons.append(BYLINE_CONFLICT)
     return reasons
+
+
+BYLINE_CONFLICT = "on-page byline contradicts the metadata authors"
+
+
+def contested_authors(
+    given: Any, sig: dict[str, Any], names: tuple[str, ...], conflicts: list[str]
+) -> Component:
+    """The authors against the page's (`author_evidence`); where the on-page byline
+    contradicts the metadata (the verdict fails closed), against either reading, so an answer
+    agreeing with the byline is not taken for a wrong one (scoring: ambiguous)."""
+    comp = authors_component(given, author_evidence(sig), names)
+    if comp.passed or BYLINE_CONFLICT not in conflicts:
+        return comp
+    alt = authors_component(given, sig["bylines"], names)
+    return Component(True, alt.score, {**alt.detail, "reading": "byline"}) if alt.passed else comp
 
 
 def time_component(pred, candidates: list[str], minutes: float = TIME_WINDOW_MIN) -> Component:

@@ -8,8 +8,7 @@ from newsbench_dagster.core.scoring.checkers.base import (
     Evidence,
     Verdict,
     article_signals,
-    author_evidence,
-    authors_component,
+    contested_authors,
     earliest,
     failed_closed,
     headline_component,
@@ -34,8 +33,7 @@ def check(answer: dict, ev: Evidence) -> Verdict:
         # An article that was never updated may leave `modified` empty or equal to published.
         pred = answer.get("modified") or answer.get("published")
         comps["modified"] = time_component(pred, sig["modified"])
-    evidence = author_evidence(sig)
-    comps["byline"] = authors_component(answer.get("authors"), evidence, names)
+    comps["byline"] = contested_authors(answer.get("authors"), sig, names, conflicts)
 
     published = earliest(sig["published"])
     if conflicts:

@@ -10,8 +10,7 @@ from newsbench_dagster.core.scoring.checkers.base import (
     Evidence,
     Verdict,
     article_signals,
-    author_evidence,
-    authors_component,
+    contested_authors,
     earliest,
     failed_closed,
     judged,
@@ -37,11 +36,11 @@ def check(answer: dict, ev: Evidence) -> Verdict:
     if given_url:
         ok = same_page(given_url, target)
         comps["url"] = Component(ok, float(ok), {"answer": given_url})
-    evidence = author_evidence(sig)
-    comps["authors"] = authors_component(answer.get("authors"), evidence, sig["site_names"])
+    conflicts = metadata_conflicts(obs, sig)
+    comps["authors"] = contested_authors(answer.get("authors"), sig, sig["site_names"], conflicts)
     comps["published"] = time_component(answer.get("published"), sig["published"])
     published = earliest(sig["published"])
-    if conflicts := metadata_conflicts(obs, sig):
+    if conflicts:
         return failed_closed(comps, conflicts, published=published)
     right_target = comps.get("url", comps["authors"]).passed or comps["published"].passed
     return judged(
