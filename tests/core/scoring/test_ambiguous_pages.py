@@ -7,9 +7,7 @@ on loopback and observed in real Chromium."""
 
 from __future__ import annotations
 
-import threading
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -17,6 +15,7 @@ from newsbench_dagster.core.analytics.kpis import rollup
 from newsbench_dagster.core.analytics.tables import frame
 from newsbench_dagster.core.scoring.failures import AMBIGUOUS
 from newsbench_dagster.core.scoring.score import score_run
+from tests.support.page_server import serving
 
 SEO = "Pebble 2 watch adds heart rate, and the Pebble Core is not a watch at all"
 VISIBLE = "Pebble Core: the fitness hat trick with GPS, Spotify and 3G"
@@ -45,28 +44,10 @@ TASK = {
 }
 
 
-class _Page(BaseHTTPRequestHandler):
-    def do_GET(self):  # noqa: N802 - the http.server API
-        body = (BYLINE_PAGE if self.path.endswith("/ferry") else PAGE).encode()
-        self.send_response(200)
-        self.send_header("content-type", "text/html; charset=utf-8")
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture(scope="module")
 def observed(observe_with):
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Page)
-    server.address = f"http://127.0.0.1:{server.server_port}"
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
+    with serving({"/pebble": PAGE, "/ferry": BYLINE_PAGE}) as server:
         return observe_with(server, [URL, BYLINE_URL])
-    finally:
-        server.shutdown()
 
 
 def _run(

@@ -5,12 +5,10 @@ observes it in real Chromium; the checkers then judge from page understanding's 
 
 from __future__ import annotations
 
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
 import pytest
 
 from newsbench_dagster.core.scoring.checkers import check
+from tests.support.page_server import serving
 
 PAGE = """<!doctype html><html lang="en"><head><title>Harbour ferry timetable changes from
 December | Kestrel Ledger</title></head><body>
@@ -24,19 +22,6 @@ Reporter | <a href="https://twitter.com/x">Twitter</a></div>
 </body></html>"""
 
 
-class _Page(BaseHTTPRequestHandler):
-    def do_GET(self):  # noqa: N802 - the http.server API
-        body = PAGE.encode()
-        self.send_response(200)
-        self.send_header("content-type", "text/html; charset=utf-8")
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-
 URL = "http://kestrel-ledger.test/2024/harbour-ferry-timetable"
 TASK = {"oracle": {"target_url": URL}}
 
@@ -44,13 +29,8 @@ TASK = {"oracle": {"target_url": URL}}
 @pytest.fixture(scope="module")
 def observed(observe_with):
     # The browser's only way out is this server, as a proxy: it answers every URL with PAGE.
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Page)
-    server.address = f"http://127.0.0.1:{server.server_port}"
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
+    with serving({"/": PAGE}) as server:
         [obs] = observe_with(server, [URL])
-    finally:
-        server.shutdown()
     return obs
 
 
