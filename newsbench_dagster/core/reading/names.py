@@ -32,9 +32,12 @@ LEAD_WORD = _LEAD
 
 
 # Joins between several people.
+# The lower-case ones only as words of their own in lower case ("Dan", "Un" start names):
+# y e i (es, it, pt, pl, hr, ca), a (cs, sk), і та (uk), és (hu), και (el), và (vi), dan
+# (id, ms), ir (lt), un (lv), و (ar). Not "in" (sl): "Jane Doe in Kansas City" is a dateline.
 _JOIN = re.compile(
     r"\s*(?:,|;|&|/|\+|、|，|\band\b|\bund\b|\bet\b|\ben\b|\boch\b|\bog\b|\bja\b|\bși\b|"
-    r"\bи\b|\bve\b|\boraz\b|(?-i:\s[yei]\s))\s*",
+    r"\bи\b|\bve\b|\boraz\b|(?-i:\s(?:[yeia]|і|та|és|και|và|dan|ir|un|و)\s))\s*",
     re.IGNORECASE,
 )
 # Where the name ends and the page furniture begins: a role, a call to action, a date word.
@@ -48,6 +51,7 @@ _STOP_WORDS = {
     "redacteur", "rédacteur", "rédactrice", "envoyé", "envoyée", "special", "spécial",
     "politics", "political", "technology", "science", "sports", "business", "news", "intern",
     "student", "professor", "president", "technologist", "officer", "manager", "head",
+    "opinion", "commentator", "critic",
     # furniture
     "twitter", "facebook", "instagram", "linkedin", "email", "e-mail", "mail", "follow",
     "+follow", "following", "contact", "view", "see", "more", "read", "bio", "profile",

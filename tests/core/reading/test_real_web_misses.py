@@ -358,3 +358,38 @@ def test_a_date_in_words_on_a_page_without_a_language_is_read_in_its_scripts_lan
 
     stamp = human_time(text, None, "text")
     assert stamp is not None and stamp.utc.date() == day, stamp
+
+
+@pytest.mark.parametrize(
+    "byline",
+    [
+        "By Jane Doe and John Roe", "Von Anna Müller und Max Mustermann",
+        "Par Cécile Martin et Paul Durand", "Por Ana García y José Pérez",
+        "Di Marco Rossi e Luca Bianchi", "Por Ana Souza e João Silva",
+        "Door Jan de Vries en Piet Jansen", "Av Anna Svensson och Erik Johansson",
+        "Af Mette Hansen og Lars Nielsen", "Matti Virtanen ja Liisa Korhonen",
+        "De Ion Popescu și Maria Ionescu", "Иван Петров и Анна Смирнова",
+        "Олена Коваль та Іван Шевченко", "Jan Kowalski i Anna Nowak",
+        "Jan Novák a Petr Svoboda", "Kovács János és Nagy Anna", "Ahmet Yılmaz ve Ayşe Demir",
+        "Γιώργος Παπαδόπουλος και Μαρία Νικολάου", "Nguyễn Văn An và Trần Thị Bình",
+        "Budi Santoso dan Siti Aminah", "Ivan Horvat i Ana Kovač", "Jonas Jonaitis ir Ona Onaitė",
+        "Jānis Bērziņš un Anna Kalniņa", "Jordi Puig i Maria Vila", "محمد علي و أحمد حسن",
+    ],
+)  # fmt: skip
+def test_two_people_joined_by_and_in_the_bylines_language_are_two(byline):
+    """'By X and Y' in 25 languages (en de fr es it pt nl sv da fi ro ru uk pl cs hu tr el vi
+    id hr lt lv ca ar)."""
+    assert len(byline_names(byline)) == 2, byline_names(byline)
+
+
+@pytest.mark.parametrize(
+    "byline, people",
+    [
+        ("By Dan Smith", ["Dan Smith"]),  # "dan" joins only in lower case
+        ("By Jane Doe in Kansas City", ["Jane Doe"]),  # "in" is a dateline, not Slovene "and"
+        ("Jennifer Rubin Jennifer Rubin Opinion writer reporting from a center-right view",
+         ["Jennifer Rubin"]),
+    ],
+)  # fmt: skip
+def test_joining_words_do_not_split_names_or_datelines(byline, people):
+    assert byline_names(byline) == people
