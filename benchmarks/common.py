@@ -87,11 +87,13 @@ def polled_tasks(
     intents: Sequence[str] = ALL_INTENTS,
     articles: int = 3,
     keys: Iterable[str] | None = None,
+    reserve: bool = False,
 ) -> list[dict]:
     """The producer's tasks of `intents` for `day` from a poll of each site (`keys`, default
-    all), `articles` metadata tasks per site, each site compared with its partner."""
+    all), `articles` metadata tasks per site, each site compared with its partner; with
+    `reserve`, the release gate's held-out reserve after them."""
     with Fetcher(world.routing, registry.allowed_origins) as fetcher:
-        return todays_tasks(registry, fetcher, day, keys, tuple(intents), articles)
+        return todays_tasks(registry, fetcher, day, keys, tuple(intents), articles, reserve)
 
 
 def run_tasks(

@@ -22,6 +22,7 @@ truth API (which checkers never read) then says which answers were really right:
 
     uv run python benchmarks/oracle_meta_eval.py [--day 2026-11-29] [--every 120] [--json]
     uv run python benchmarks/oracle_meta_eval.py --smoke   # one instant, harbor, 1 article
+    uv run python benchmarks/oracle_meta_eval.py --reserve 6   # and 6 of the gate's reserve
 
 The truth's side (answers, wrong answers, variants) is `oracle_truth.py`.
 """
@@ -56,6 +57,8 @@ from newsbench_dagster.core.reading import semantic
 from newsbench_dagster.core.scoring.checkers import Evidence, check
 from newsbench_dagster.core.scoring.score import world_verdicts
 from newsbench_dagster.core.tasks.intents import READ_INTENTS, STATE_INTENTS
+from newsbench_dagster.core.tasks.produce import DAILY
+from newsbench_dagster.core.tasks.sampling import pick, stratified_sample
 from newsbench_dagster.newsroom.reader_forms import DEFAULT_NOTIFIED
 
 REFERENCE_INTENTS = READ_INTENTS  # the reference agent solves every read-only intent
@@ -243,6 +246,13 @@ def main() -> None:
     ap.add_argument("--day", type=date.fromisoformat, default=date(2026, 11, 29))
     ap.add_argument("--every", type=int, default=120, help="minutes between probe instants")
     ap.add_argument("--articles", type=int, default=2, help="metadata tasks per site and probe")
+    ap.add_argument(
+        "--reserve",
+        type=int,
+        default=0,
+        help="also this many tasks per site and probe from the release gate's held-out "
+        "reserve (seeded, stratified by intent)",
+    )
     ap.add_argument("--json", action="store_true", help="print the summary as JSON too")
     ap.add_argument("--sites", help="comma-separated site keys (default: all)")
     ap.add_argument(
@@ -257,7 +267,7 @@ def main() -> None:
         default="auto",
         help="similarity backend for free-text oracles (lexical = as without the extra)",
     )
-    args = parse_args(ap, every=24 * 60, articles=1, sites="harbor")
+    args = parse_args(ap, every=24 * 60, articles=1, sites="harbor", reserve=1)
     unknown = set(args.intents) - set(READ_INTENTS + STATE_INTENTS)
     if unknown:
         ap.error(f"unknown intent(s): {', '.join(sorted(unknown))}")
@@ -283,7 +293,10 @@ def main() -> None:
             world = move_to(server, at)
             harness = {"world": world, "registry": registry, "settings": settings}
             w = World(server.newsroom, at)
-            tasks = polled_tasks(registry, world, at.date(), read_intents, args.articles, keys)
+            tasks = polled_tasks(
+                registry, world, at.date(), read_intents, args.articles, keys, bool(args.reserve)
+            )
+            tasks = _with_reserve(tasks, args.reserve, seed=int(at.timestamp()))
             prepared = {t["id"]: truth_and_wrong(w, t) for t in tasks}
             unscored["no_truth_to_check"] += sum(p is None for p in prepared.values())
             tasks = [_with_probes(t, prepared[t["id"]][1]) for t in tasks if prepared[t["id"]]]
@@ -348,6 +361,19 @@ def main() -> None:
     elapsed = time.perf_counter() - started
     counts = {"wrong": wrong_counts, "variants": variant_counts, "reference": reference_counts}
     report(confusion, fields, counts, unscored, misses, judge, elapsed, args.json)
+
+
+def _with_reserve(tasks: list[dict], per_site: int, seed: int) -> list[dict]:
+    """The day's tasks and `per_site` of each site's reserve tasks (suite held-out), a seeded
+    sample stratified by intent: the gate draws its looks from those too."""
+    day = [t for t in tasks if t["suite"] == DAILY]
+    if per_site <= 0:
+        return day
+    out = list(day)
+    for site in sorted({t["site"] for t in tasks}):
+        reserve = [t for t in tasks if t["site"] == site and t["suite"] != DAILY]
+        out += pick(reserve, stratified_sample(reserve, min(per_site, len(reserve)), seed))
+    return out
 
 
 def _miss(at: datetime, task: dict, who: str, right: bool, verdict, passed=None) -> dict:

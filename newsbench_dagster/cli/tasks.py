@@ -11,12 +11,25 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from newsbench_dagster.cli.common import console, err, fail, shown
+from newsbench_dagster.cli.common import (
+    DEFAULT_PORT,
+    AtOption,
+    PortOption,
+    allowlist,
+    console,
+    day_of,
+    err,
+    fail,
+    instant,
+    running_newsroom,
+    shown,
+)
 from newsbench_dagster.cli.common import registry as load_registry
 from newsbench_dagster.paths import ARTIFACTS_DIR, SUITES_DIR
 
 app = typer.Typer(
-    help="Curated task suites in suites/: validate, list, coverage, scaffold from a run.",
+    help="Curated task suites in suites/: validate, list, coverage, scaffold from a run; "
+    "the news's task pool per site (pool).",
     no_args_is_help=True,
 )
 SuitesRoot = Annotated[Path, typer.Option("--root", help="Suites directory.")]
@@ -183,6 +196,79 @@ def tasks_coverage(
     for what, names in (("intents", cov["missing_intents"]), ("sites", cov["missing_sites"])):
         line = f"{what} with no task: {', '.join(names) or '-'}"
         console.print(line, highlight=False, soft_wrap=True)
+
+
+@app.command("pool")
+def tasks_pool(
+    site: Annotated[
+        list[str], typer.Option(help="Site key (repeatable; default: every site).")
+    ] = [],  # noqa: B006
+    intent: Annotated[
+        list[str], typer.Option(help="Intent (repeatable; default: every intent).")
+    ] = [],  # noqa: B006
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
+    port: PortOption = DEFAULT_PORT,
+    at: AtOption = None,
+) -> None:
+    """How many tasks the news gives per site today: the day's tasks (what the daily
+    evaluation runs) and the held-out reserve beside them, which together are the pool the
+    release gate draws its looks from; and whether the gate's default budget fits in it.
+
+    Polls the embedded newsroom now, or frozen at --at. The pipeline records the same figures
+    in `news_tasks` (metadata `tasks`, `reserve`, `pool`) for every site and day it polls.
+    """
+    from collections import Counter
+
+    from newsbench_dagster.core.release.plan import distinct_questions
+    from newsbench_dagster.core.release.policy import Policy
+    from newsbench_dagster.core.tasks.intents import ALL_INTENTS
+    from newsbench_dagster.core.tasks.produce import DAILY, todays_tasks
+    from newsbench_dagster.core.web.network import Fetcher
+
+    registry = allowlist(site, intent)
+    frozen = instant(at)
+    day = day_of(frozen)
+    keys = site or registry.keys
+    with (
+        running_newsroom(port, frozen) as world,
+        Fetcher(world.routing, registry.allowed_origins) as fetcher,
+    ):
+        made = todays_tasks(
+            registry, fetcher, day, keys, tuple(intent) or ALL_INTENTS, reserve=True
+        )
+    pool = distinct_questions(made)
+    daily = Counter(t["site"] for t in pool if t["suite"] == DAILY)
+    total = Counter(t["site"] for t in pool)
+    policy = Policy()
+    budget = policy.max_looks * policy.heldout_n
+    report = {
+        "day": day.isoformat(),
+        "sites": {
+            k: {"daily": daily[k], "reserve": total[k] - daily[k], "pool": total[k]} for k in keys
+        },
+        "by_intent": dict(sorted(Counter(t["intent"] for t in pool).items())),
+        "pool": len(pool),
+        "gate_budget": {"looks": policy.max_looks, "heldout_n": policy.heldout_n, "tasks": budget},
+        "looks_covered": min(policy.max_looks, len(pool) // max(1, policy.heldout_n)),
+    }
+    if as_json:
+        sys.stdout.write(json.dumps(report, ensure_ascii=False) + "\n")
+        return
+    table = Table("site", "daily", "reserve", "pool", title=f"Task pool, {day.isoformat()}")
+    for key, c in report["sites"].items():
+        table.add_row(key, str(c["daily"]), str(c["reserve"]), str(c["pool"]))
+    table.add_row(
+        "all", str(sum(daily.values())), str(len(pool) - sum(daily.values())), str(len(pool))
+    )
+    console.print(table)
+    intents = ", ".join(f"{k} {n}" for k, n in report["by_intent"].items())
+    console.print(f"by intent: {intents or '-'}", highlight=False, soft_wrap=True)
+    fits = "fits" if len(pool) >= budget else f"runs dry after look {report['looks_covered']}"
+    console.print(
+        f"gate budget at defaults: {policy.max_looks} looks x {policy.heldout_n} held-out "
+        f"= {budget} tasks; pool {len(pool)}: {fits}",
+        highlight=False,
+    )
 
 
 @app.command("scaffold")

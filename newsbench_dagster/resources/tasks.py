@@ -19,6 +19,11 @@ class TaskSetResource(ConfigurableResource):
         ge=1,
         description="extract_article_metadata tasks per site and day",
     )
+    reserve: bool = Field(
+        default=True,
+        description="Also keep every other answerable task of the poll as the release gate's "
+        "held-out reserve (never run daily; 12 looks of 100 need it)",
+    )
 
     @field_validator("intents")
     @classmethod

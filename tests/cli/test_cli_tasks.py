@@ -198,3 +198,27 @@ def test_scaffold_leaves_what_the_run_does_not_record_for_the_curator(tmp_path):
     assert written["reason"] == "timed out"
     assert written["source"]["error"] == "budget of 60s exhausted"
     assert written["source"]["failure_class"]
+
+
+def test_pool_prints_the_days_tasks_and_the_reserve_per_site_and_whether_the_budget_fits():
+    """`tasks pool`: the figures the gate's budget is planned on, for a frozen instant."""
+    from tests.support.net import free_port
+
+    at = ["--at", "2026-11-30T12:00:00Z", "--port", str(free_port())]
+    result = invoke("pool", "--site", "harbor", "--site", "rhein", "--json", *at)
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["day"] == "2026-11-30" and list(report["sites"]) == ["harbor", "rhein"]
+    for counts in report["sites"].values():
+        assert counts["daily"] == 17 and counts["reserve"] > 10 * counts["daily"]
+        assert counts["pool"] == counts["daily"] + counts["reserve"]
+    assert report["pool"] == sum(c["pool"] for c in report["sites"].values())
+    assert sum(report["by_intent"].values()) == report["pool"]
+    # Two sites' news is not the default budget's 1,200 held-out tasks: the output says so.
+    assert report["pool"] < report["gate_budget"]["tasks"] == 1200
+    assert report["looks_covered"] == report["pool"] // 100
+    text = invoke("pool", "--site", "harbor", *at)
+    assert text.exit_code == 0, text.output
+    assert f"runs dry after look {report['sites']['harbor']['pool'] // 100}" in text.stdout
+    bad = invoke("pool", "--site", "nowhere")
+    assert bad.exit_code == 2 and "unknown site(s) nowhere" in bad.output

@@ -231,9 +231,18 @@ def test_the_task_set_resource_chooses_the_intents_of_every_partition(env):
     resources = {**resources, "tasks": narrowed}
     result = run_site(resources, instance, "isar", day, selection=["feed_items", "news_tasks"])
     assert result.success
-    made = query(db, "SELECT intent, count(*) FROM newsbench.news_tasks GROUP BY 1 ORDER BY 1")
-    # Two articles, and the signup task with its stop variants (the producer's step order).
-    assert made[0] == ("extract_article_metadata", 2) and made[1][0] == "newsletter_signup"
-    assert len(made) == 2
+    made = query(
+        db, "SELECT suite, intent, count(*) FROM newsbench.news_tasks GROUP BY 1, 2 ORDER BY 1, 2"
+    )
+    # The day's two articles, and the signup task with its stop variants (the producer's step
+    # order); the gate's reserve beside them: every other article the poll found.
+    assert len(made) == 3 and made[1] == ("live", "extract_article_metadata", 2)
+    assert made[2][:2] == ("live", "newsletter_signup")
+    assert made[0][:2] == ("held-out", "extract_article_metadata") and made[0][2] > 10
+    without = TaskSetResource(intents=narrowed.intents, articles_per_site=2, reserve=False)
+    no_reserve = {**resources, "tasks": without}
+    result = run_site(no_reserve, instance, "isar", day, selection=["feed_items", "news_tasks"])
+    assert result.success
+    assert query(db, "SELECT DISTINCT suite FROM newsbench.news_tasks") == [("live",)]
     with pytest.raises(ValueError, match="unknown intent.*find_the_moon"):
         TaskSetResource(intents=["find_top_headline", "find_the_moon"])

@@ -141,6 +141,22 @@ def build_task_set(
     )
 
 
+def question(task: dict) -> str:
+    """What a task asks, whatever day it was made on: its site, intent, entry page and inputs
+    (an article polled on two days is one question; its task ids differ by the day)."""
+    inputs = json.dumps(task.get("inputs") or {}, sort_keys=True, default=str)
+    return f"{task['site']}|{task['intent']}|{task['entry_url']}|{inputs}"
+
+
+def distinct_questions(tasks: Iterable[dict]) -> list[dict]:
+    """Each question once, as made on the latest day that asked it: a held-out draw over
+    several days must not count one question as two independent tasks."""
+    latest: dict[str, dict] = {}
+    for task in sorted(tasks, key=lambda t: (str(t.get("day")), t["id"])):
+        latest[question(task)] = task
+    return list(latest.values())
+
+
 def task_set_key(version: str) -> str:
     """Where an evaluation keeps its exact task set (tasks, gating, baseline) in the artifact
     store, for the stages after it: the tasks are too big to repeat in every run row."""
@@ -167,10 +183,10 @@ def plan_task_set(
     def ok(task: dict) -> bool:
         return task["site"] in keys and (wanted is None or task["intent"] in wanted)
 
-    pool, source = [t for t in recent if ok(t)], "news_tasks"
-    if not pool:  # nothing polled lately: draw from what the feeds give now
+    pool, source = distinct_questions([t for t in recent if ok(t)]), "news_tasks"
+    if not pool:  # nothing polled lately: draw from what the feeds give now, reserve and all
         with Fetcher(world.routing, registry.allowed_origins) as fetcher:
-            pool = [t for t in todays_tasks(registry, fetcher, day, keys) if ok(t)]
+            pool = [t for t in todays_tasks(registry, fetcher, day, keys, reserve=True) if ok(t)]
         source = "poll"
     suites = load_suites(suites_dir, registry.allowed_origins, registry.keys)
     for problem in suites.problems:

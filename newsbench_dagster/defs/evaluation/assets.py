@@ -16,6 +16,7 @@ from newsbench_dagster.core.report import charts
 from newsbench_dagster.core.report.markdown import classes_by_intent, runs_table
 from newsbench_dagster.core.scoring.score import per_agent, score_safely
 from newsbench_dagster.core.scoring.witness import AMBIGUOUS, apply_witness
+from newsbench_dagster.core.tasks.produce import RESERVE
 from newsbench_dagster.defs.partitions import BROWSER_POOL, partition_of, site_day_asset
 from newsbench_dagster.defs.progress import RunLog
 from newsbench_dagster.resources import (
@@ -41,7 +42,8 @@ def agent_runs(
     the page, request log, environment manifest and artifact URIs."""
     site, day = partition_of(context)
     registry = sites.load()
-    tasks = [r["task"] for r in records(news_tasks, "news_tasks")]
+    # The day's tasks; the reserve beside them is the release gate's, never run here.
+    tasks = [r["task"] for r in records(news_tasks[news_tasks["suite"] != RESERVE], "news_tasks")]
     manifests = agents.main_channel(warn=context.log.warning)  # broken ones skipped, named
     # This attempt's artifacts go beside the previous attempt's, which the rows the warehouse
     # holds point at; the warehouse swaps them when it commits (`core.partition_artifacts`).

@@ -11,7 +11,7 @@ from newsbench_dagster.core.partition_artifacts import (
 )
 from newsbench_dagster.core.tasks.contract import task_row
 from newsbench_dagster.core.tasks.poll import PollRow, poll_site
-from newsbench_dagster.core.tasks.produce import make_tasks
+from newsbench_dagster.core.tasks.produce import RESERVE, make_tasks
 from newsbench_dagster.core.web.network import Fetcher
 from newsbench_dagster.defs.partitions import partition_of, site_day_asset
 from newsbench_dagster.resources import (
@@ -84,7 +84,8 @@ def news_tasks(
 ) -> pd.DataFrame:
     """Tasks of every intent of the task set (all by default), read-only and state-changing
     (compare_outlets pairs the site with the next one of the allowlist), each valid against
-    the task JSON Schema; re-materializing yields the same task ids."""
+    the task JSON Schema; re-materializing yields the same task ids. The day's tasks (suite
+    "live", what `agent_runs` runs) and the release gate's held-out reserve ("held-out")."""
     site_key, day = partition_of(context)
     registry = sites.load()
     rows = [PollRow.from_record(r) for r in records(feed_items, "feed_items")]
@@ -95,12 +96,17 @@ def news_tasks(
         articles_per_site=tasks.articles_per_site,
         intents=tuple(tasks.intents),
         partner=registry.partner_of(site_key),
+        reserve=tasks.reserve,
     )
     df = frame("news_tasks", [task_row(t) for t in made])
+    daily = df[df["suite"] != RESERVE]
     context.add_output_metadata(
         {
-            "tasks": len(df),
-            "by_intent": df["intent"].value_counts().to_dict() if len(df) else {},
+            "tasks": len(daily),
+            "by_intent": daily["intent"].value_counts().to_dict() if len(daily) else {},
+            # What the release gate can draw held-out tasks from, this site and day.
+            "pool": len(df),
+            "reserve": len(df) - len(daily),
         }
     )
     return df

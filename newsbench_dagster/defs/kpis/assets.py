@@ -19,6 +19,7 @@ from newsbench_dagster.core.analytics.kpis import (
 )
 from newsbench_dagster.core.analytics.tables import frame, records
 from newsbench_dagster.core.report import charts
+from newsbench_dagster.core.tasks.produce import RESERVE
 from newsbench_dagster.defs.partitions import day_asset
 
 ALL_SITES_OF_DAY = MultiToSingleDimensionPartitionMapping(partition_dimension_name="day")
@@ -61,7 +62,8 @@ def kpi_daily(
     PII flags, page load and error rates and coverage per site (and `*`), agent version and
     slice (intent, device, geo, network, locale, risk tier)."""
     day = pd.Timestamp(context.partition_key)
-    per_site = news_tasks.groupby("site")["task_id"].nunique().to_dict() if len(news_tasks) else {}
+    daily = news_tasks[news_tasks["suite"] != RESERVE]  # coverage: of the tasks the day runs
+    per_site = daily.groupby("site")["task_id"].nunique().to_dict() if len(daily) else {}
     # Drift sensitivity: the baseline's success delta on a site whose template changed today.
     drift = {
         r["site"]: r["baseline_delta"]

@@ -74,6 +74,9 @@ class Context:
     rows: list[PollRow]
     articles_per_site: int = ARTICLES_PER_SITE
     partner: Site | None = None
+    # The release gate's reserve: every answerable task of the rows, not the day's few picks
+    # (see `candidates`); `make_tasks(reserve=True)` marks those beyond the picks.
+    reserve: bool = False
 
     @cached_property
     def home_ok(self) -> bool:
@@ -144,6 +147,15 @@ def pick(rows: list[PollRow], day: date, salt: str) -> PollRow | None:
     if not rows:
         return None
     return rows[task_seed(task_id(salt, day, salt, salt)) % len(rows)]
+
+
+def candidates(ctx: Context, rows: list[PollRow], salt: str) -> list[PollRow]:
+    """The rows a builder makes tasks of: the day's one pick of `rows` (`pick`), or for the
+    reserve every one of them (each is a task with an answer of its own)."""
+    if ctx.reserve:
+        return list(rows)
+    chosen = pick(rows, ctx.day, salt)
+    return [chosen] if chosen is not None else []
 
 
 def base_task(

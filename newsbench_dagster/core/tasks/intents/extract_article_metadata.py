@@ -1,4 +1,5 @@
-"""extract_article_metadata: one task per newest article item (up to `articles_per_site`)."""
+"""extract_article_metadata: one task per newest article item (up to `articles_per_site`; the
+reserve: every article the poll found)."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ INTENT = Intent(
 
 def build(ctx: Context) -> list[dict]:
     tasks = []
-    for r in ctx.newest[: ctx.articles_per_site]:
+    for r in ctx.newest if ctx.reserve else ctx.newest[: ctx.articles_per_site]:
         task = base_task(INTENT, ctx.site, ctx.day, r.item_url, source(r))
         task["inputs"]["fields"] = ["headline", "authors", "published", "modified"]
         tasks.append(task)

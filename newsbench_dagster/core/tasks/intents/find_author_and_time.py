@@ -3,7 +3,8 @@ find the article; the oracle probes it)."""
 
 from __future__ import annotations
 
-from newsbench_dagster.core.tasks.intents.base import Context, Intent, base_task, pick, source
+from newsbench_dagster.core.tasks.intents.base import Context, Intent, base_task, candidates, source
+from newsbench_dagster.core.tasks.poll import PollRow
 
 INTENT = Intent(
     name="find_author_and_time",
@@ -29,8 +30,15 @@ INTENT = Intent(
 
 
 def build(ctx: Context) -> list[dict]:
-    if not ctx.home_ok or not (r := pick(ctx.newest[1:10], ctx.day, "who")):
+    if not ctx.home_ok:
         return []
+    # The day's pick is one of the newest stories; the reserve asks about every story but the
+    # lead (each is in its section's listing, 40 deep, and in the site's search).
+    stories = ctx.newest[1:] if ctx.reserve else ctx.newest[1:10]
+    return [_task(ctx, r) for r in candidates(ctx, stories, "who")]
+
+
+def _task(ctx: Context, r: PollRow) -> dict:
     task = base_task(
         INTENT,
         ctx.site,
@@ -42,7 +50,7 @@ def build(ctx: Context) -> list[dict]:
     )
     task["inputs"]["headline"] = r.title
     task["oracle"].update(target_url=r.item_url, probes=[{"url": r.item_url, "when": "after"}])
-    return [task]
+    return task
 
 
 BUILDS = ((50, build),)

@@ -3,7 +3,7 @@ a valid answer."""
 
 from __future__ import annotations
 
-from newsbench_dagster.core.tasks.intents.base import Context, Intent, base_task, pick, source
+from newsbench_dagster.core.tasks.intents.base import Context, Intent, base_task, candidates, source
 
 INTENT = Intent(
     name="find_corrections",
@@ -29,9 +29,11 @@ INTENT = Intent(
 
 def build(ctx: Context) -> list[dict]:
     newest = ctx.newest
-    if not (r := pick(newest[len(newest) // 2 :], ctx.day, "corr")):
-        return []
-    return [base_task(INTENT, ctx.site, ctx.day, r.item_url, source(r))]
+    older = newest[len(newest) // 2 :]
+    return [
+        base_task(INTENT, ctx.site, ctx.day, r.item_url, source(r))
+        for r in candidates(ctx, older, "corr")
+    ]
 
 
 BUILDS = ((30, build),)

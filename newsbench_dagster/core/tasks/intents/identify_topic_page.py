@@ -3,7 +3,8 @@ page."""
 
 from __future__ import annotations
 
-from newsbench_dagster.core.tasks.intents.base import Context, Intent, base_task, pick, source
+from newsbench_dagster.core.tasks.intents.base import Context, Intent, base_task, candidates, source
+from newsbench_dagster.core.tasks.poll import PollRow
 
 INTENT = Intent(
     name="identify_topic_page",
@@ -24,14 +25,16 @@ INTENT = Intent(
 
 
 def build(ctx: Context) -> list[dict]:
-    if not (r := pick(ctx.sections, ctx.day, "topic")):
-        return []
+    return [_task(ctx, r) for r in candidates(ctx, ctx.sections, "topic")]
+
+
+def _task(ctx: Context, r: PollRow) -> dict:
     task = base_task(
         INTENT, ctx.site, ctx.day, ctx.site.home, source(r), key=r.item_url, topic=r.title
     )
     task["inputs"]["topic"] = r.title
     task["oracle"]["probes"] = [{"url": "{answer.url}", "when": "after"}]
-    return [task]
+    return task
 
 
 BUILDS = ((60, build),)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from newsbench_dagster.core.tasks.intents.base import Context, Intent, base_task, pick, source
+from newsbench_dagster.core.tasks.intents.base import Context, Intent, base_task, candidates, source
 
 INTENT = Intent(
     name="locate_factbox",
@@ -24,9 +24,11 @@ INTENT = Intent(
 
 
 def build(ctx: Context) -> list[dict]:
-    if not (r := pick(ctx.newest[:8], ctx.day, "factbox")):
-        return []
-    return [base_task(INTENT, ctx.site, ctx.day, r.item_url, source(r))]
+    rows = ctx.newest if ctx.reserve else ctx.newest[:8]
+    return [
+        base_task(INTENT, ctx.site, ctx.day, r.item_url, source(r))
+        for r in candidates(ctx, rows, "factbox")
+    ]
 
 
 BUILDS = ((40, build),)

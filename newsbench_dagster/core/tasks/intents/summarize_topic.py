@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from newsbench_dagster.core.tasks.intents.base import Context, Intent, base_task, pick, source
+from newsbench_dagster.core.tasks.intents.base import Context, Intent, base_task, candidates, source
 
 INTENT = Intent(
     name="summarize_topic",
@@ -25,11 +25,12 @@ INTENT = Intent(
 
 
 def build(ctx: Context) -> list[dict]:
-    if not (r := pick(ctx.sections, ctx.day, "summary")):
-        return []
-    task = base_task(INTENT, ctx.site, ctx.day, r.item_url, source(r), topic=r.title)
-    task["inputs"]["topic"] = r.title
-    return [task]
+    tasks = []
+    for r in candidates(ctx, ctx.sections, "summary"):
+        task = base_task(INTENT, ctx.site, ctx.day, r.item_url, source(r), topic=r.title)
+        task["inputs"]["topic"] = r.title
+        tasks.append(task)
+    return tasks
 
 
 BUILDS = ((70, build),)
