@@ -13,11 +13,8 @@ name, nothing a killed attempt left.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
-import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -26,10 +23,9 @@ import pandas as pd
 import pytest
 
 from newsbench_dagster.core.artifacts import local_path
-from newsbench_dagster.core.crash_points import ENV
 from newsbench_dagster.newsroom.clock import FixedClock
 from tests.support import partition_run
-from tests.support.paths import REPO
+from tests.support.killed import run_module
 from tests.support.tasks import LEAD_AND_METADATA
 
 pytestmark = pytest.mark.heavy(60)  # one evaluation, then four tests of 10-15 s
@@ -89,18 +85,7 @@ def _materialize(spec: dict, crash_at: str | None = None) -> int:
     """The partition materialized: here, or in a process killed at `crash_at`; its exit code."""
     if crash_at is None:
         return 0 if partition_run.run(spec) else 1
-    env = {**os.environ, "PYTHONPATH": str(REPO), ENV: crash_at}
-    done = subprocess.run(
-        [sys.executable, "-m", "tests.support.partition_run", json.dumps(spec)],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    if done.returncode not in (0, -signal.SIGKILL):
-        print(done.stderr[-6000:])
-    return done.returncode
+    return run_module("tests.support.partition_run", spec, crash_at)
 
 
 def _rows(spec: dict, table: str) -> pd.DataFrame:

@@ -247,13 +247,16 @@ def decide_looks(
     policy: Policy,
     drifted: dict[str, list[str]] | None = None,
     last_is_final: bool = False,
+    open_: bool = False,
 ) -> dict:
     """The sequential decision on rows carrying their `look` (1 when absent): each look in
     turn decides on every row up to it, and the first look that decides ends it (later rows,
     if a policy with other numbers is replayed, are not looked at). `last_is_final`: the
     evaluation stopped at its last look without spending its budget (no tasks left), so that
-    look spends the alpha left. The evaluation loop (`evaluate.run_release`) and the stored
-    decision (`decide_saved`) both decide here, so they cannot differ."""
+    look spends the alpha left. `open_`: a next look is due (the pipeline takes one look per
+    materialization), so an undecided evaluation has not stopped yet. The evaluation loop
+    (`looks.run_release`) and the stored decision (`decide_saved`) both decide here, so they
+    cannot differ."""
     looks = sorted({_look(s) for s in scores}) or [1]
     first = {s["task_id"] for s in scores if _look(s) == 1}
     history: list[dict] = []
@@ -290,7 +293,9 @@ def decide_looks(
         budget_runs=2 * policy.trials * (len(first) + (policy.max_looks - 1) * policy.heldout_n),
         stopped="decided"
         if decision["verdict"] != "insufficient_evidence"
-        else ("budget" if history[-1]["look"] >= policy.max_looks else "no tasks left"),
+        else "budget"
+        if history[-1]["look"] >= policy.max_looks
+        else ("open" if open_ else "no tasks left"),
     )
     return decision
 
@@ -315,6 +320,7 @@ def decide_saved(
         policy=policy,
         drifted={s: w for s, w in (drifted or {}).items() if s in saved["description"]["sites"]},
         last_is_final=bool(saved.get("ran_out")),
+        open_=bool((saved.get("progress") or {}).get("open")),
     )
 
 

@@ -32,6 +32,27 @@ class TaskSet:
     # Held-out tasks not drawn yet: where a later look of the sequential gate draws from.
     reserve: list[dict] = field(default_factory=list, repr=False)
     drifted: dict[str, list[str]] = field(default_factory=dict, repr=False)
+    # How far the evaluation of this set got (`core.release.looks`): the last look that ended,
+    # whether a next look is due (`open`), the policy it runs under, the drifted sites.
+    progress: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def restored(cls, saved: dict, reserve: list[dict]) -> TaskSet:
+        """The set as `saved` kept it, its reserve what `reserve` holds and no look drew."""
+        gating = dict(saved["gating"])
+        progress = dict(saved.get("progress") or {})
+        return cls(
+            list(saved["tasks"]),
+            gating,
+            dict(saved["description"]),
+            reserve=[t for t in reserve if t["id"] not in gating],
+            drifted=dict(progress.get("drifted") or {}),
+            progress=progress,
+        )
+
+    def batch_of(self, look: int) -> list[dict]:
+        """The tasks look `look` (2 and later) already drew."""
+        return [t for t in self.tasks if self.gating[t["id"]].get("look") == look]
 
     @property
     def revision(self) -> str:
@@ -49,6 +70,7 @@ class TaskSet:
             "gating": self.gating,
             "tasks": self.tasks,
             "ran_out": bool(self.description.get("ran_out")),
+            "progress": {**self.progress, "drifted": self.drifted},
         }
 
     def draw_look(self, look: int, n: int, seed: int) -> list[dict]:

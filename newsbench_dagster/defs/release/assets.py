@@ -14,7 +14,7 @@ from newsbench_dagster.core.release.evaluate import (
     CANDIDATE,
     score_evaluation,
 )
-from newsbench_dagster.core.release.looks import run_release
+from newsbench_dagster.core.release.looks import resume, run_release
 from newsbench_dagster.core.release.plan import plan_task_set, task_set_key
 from newsbench_dagster.defs.partitions import BROWSER_POOL, candidate_asset
 from newsbench_dagster.defs.progress import RunLog
@@ -72,27 +72,38 @@ def candidate_runs(
 ) -> pd.DataFrame:
     """The candidate and the baseline on the same tasks (regression suite, held-out sample of
     recent news_tasks, adversarial slice), interleaved, with repeated trials; environment
-    failures rerun, every attempt kept."""
+    failures rerun, every attempt kept. One look of the sequential gate per materialization:
+    while the evidence is insufficient, the next materialization of the partition runs the
+    next look (the agent registry sensor requests it) on the same task set, and the rows are
+    every look's so far; a materialization that crashed is taken up again at its look."""
     version = context.partition_key
     candidate, manifests = _manifest(agents, version)
     baseline = release.baseline_for(candidate, manifests)
     policy = release.policy()
     registry = sites.load()
     world = newsroom.world(registry.allowed_origins)
+    store = artifacts.store()
     day = datetime.now(UTC).date()
-    since = pd.Timestamp(day - timedelta(days=policy.heldout_days - 1))
-    recent = [r["task"] for r in records(news_tasks[news_tasks["day"] >= since], "news_tasks")]
-    task_set = plan_task_set(
-        registry,
-        world,
-        policy,
-        suites_dir=release.suites_dir,
-        recent=recent,
-        day=day,
-        drifted=drifted_sites(records(site_drift, "site_drift")),
-        warn=context.log.warning,
-    )
-    log = RunLog(context, len(task_set.tasks) * 2 * policy.trials)
+    resumed, why = resume(store, version, baseline.agent_version, policy)
+    context.log.info(why)
+    if resumed is not None:
+        task_set = resumed.task_set
+        todo = policy.heldout_n
+    else:
+        since = pd.Timestamp(day - timedelta(days=policy.heldout_days - 1))
+        recent = [r["task"] for r in records(news_tasks[news_tasks["day"] >= since], "news_tasks")]
+        task_set = plan_task_set(
+            registry,
+            world,
+            policy,
+            suites_dir=release.suites_dir,
+            recent=recent,
+            day=day,
+            drifted=drifted_sites(records(site_drift, "site_drift")),
+            warn=context.log.warning,
+        )
+        todo = len(task_set.tasks)
+    log = RunLog(context, todo * 2 * policy.trials)
     ev, decision = run_release(
         candidate,
         baseline,
@@ -100,8 +111,10 @@ def candidate_runs(
         day,
         policy,
         log=context.log.info,
+        looks=1,
+        resumed=resumed,
         world=world,
-        store=artifacts.store(),
+        store=store,
         registry=registry,
         settings=browser.settings(),
         options=browser.options(),
@@ -118,6 +131,9 @@ def candidate_runs(
             "dataset_revision": task_set.revision,
             "looks": decision["sequential"]["look"],
             "verdict_at_last_look": decision["verdict"],
+            # "open": a next look is due; the next materialization of the partition runs it.
+            "stopped": decision["sequential"]["stopped"],
+            "resumed": resumed is not None,
         }
     )
     return df
