@@ -187,6 +187,22 @@ def real_pages(out: str) -> None:
     assert found and int(found.group(1)) <= int(found.group(2)) >= 2, out
 
 
+def gate_e2e(out: str) -> None:
+    found = re.search(
+        r"^gate e2e: A/A (\w+), baseline (\w+), degraded (\w+), runs (\d+), minutes ([\d.]+)\Z",
+        out,
+        re.M,
+    )
+    assert found, out
+    aa, baseline, _, runs = found.group(1), found.group(2), found.group(3), int(found.group(4))
+    # Even on one site's few tasks: an identical copy is never blocked, and the selector
+    # baseline, broken by the redesign, is, with the site named.
+    assert aa in ("pass", "insufficient_evidence") and baseline == "block", found.group(0)
+    assert re.search(r"^\| baseline \| newsbench gate \| block \|.*site=harbor", out, re.M), out
+    rows = re.findall(r"^\| (A/A|degraded) \| dagster \| \w+ \| (\d+) \| (\d+) \|", out, re.M)
+    assert [r[0] for r in rows] == ["A/A", "degraded"] and runs > 0, out
+
+
 def warehouse_snapshot(out: str) -> None:
     assert re.search(r"^ +[\d.]+ +[\d.]+ +[\d.]+ +[\d.]+$", out, re.M), out  # MB, ms, max, ms/MB
     positive(r"^snapshot publish at [\d.]+ MB: [\d.]+ ms, ([\d.]+) ms/MB\Z", out)
@@ -196,6 +212,7 @@ SUMMARIES: dict[str, Callable[[str], None]] = {
     f.__name__: f
     for f in (
         feed_parse,
+        gate_e2e,
         gate_power,
         hostile,
         hour_sweep,

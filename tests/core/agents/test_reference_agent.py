@@ -264,3 +264,51 @@ def test_a_bad_pace_is_a_config_error_naming_it(params):
         build_agent(
             AgentManifest(name="reference", version="t", adapter="reference", params=params)
         )
+
+
+def test_a_known_regression_answers_a_seeded_share_of_one_intent_wrong(world):
+    """`params.wrong_*` (benchmarks/gate_e2e.py's degraded candidate): on the intent named, the
+    tasks a seeded hash picks are answered wrong and scored as the agent's failures; the
+    other intents are solved as ever."""
+    from newsbench_dagster.core.agents.adapters.reference import Wrong
+    from newsbench_dagster.core.agents.protocol import AgentTask
+
+    params = {"wrong_intent": "find_top_headline", "wrong_share": 1.0, "wrong_seed": 3}
+    manifest = AgentManifest(name="reference", version="w", adapter="reference", params=params)
+    scored = world(build_agent(manifest), only={"find_top_headline", "locate_factbox"})
+    by_intent = {r["intent"]: (r, s) for r, s in scored}
+    run, score = by_intent["find_top_headline"]
+    assert not score["success"] and not score["excluded"], score["checker"]
+    assert run["answer"] == {k: "deliberately wrong" for k in run["answer"]} and run["answer"]
+    assert by_intent["locate_factbox"][1]["success"]
+    # A share picks that share of the tasks, the same ones every time.
+    half = Wrong("find_top_headline", 0.3, seed=3)
+    tasks = [
+        AgentTask(
+            id=f"t-{i:016x}",
+            intent="find_top_headline",
+            entry_url="http://x.test/",
+            inputs={},
+            constraints={},
+        )
+        for i in range(2000)
+    ]
+    picked = [t.id for t in tasks if half.applies(t)]
+    assert 0.27 < len(picked) / len(tasks) < 0.33
+    assert picked == [t.id for t in tasks if half.applies(t)]
+    assert not Wrong("locate_factbox", 1.0, 3).applies(tasks[0])
+
+
+@pytest.mark.parametrize(
+    ("params", "named"),
+    [
+        ({"wrong_intent": "find_the_moon"}, "unknown intent"),
+        ({"wrong_intent": "locate_factbox", "wrong_share": 1.5}, "wrong_share must be in"),
+        ({"wrong_share": 0.5}, "needs wrong_intent"),
+    ],
+)
+def test_a_bad_known_regression_is_a_config_error_naming_it(params, named):
+    with pytest.raises(ConfigError, match=named):
+        build_agent(
+            AgentManifest(name="reference", version="t", adapter="reference", params=params)
+        )

@@ -14,11 +14,17 @@ approval.
 `params.think_s` (default 0) makes it wait that many seconds before every tool call: a model
 agent's pace (the time a model takes to choose each step) with the witness's answers, for
 sizing pools, workers and machines (`benchmarks/scale_out.py`, `benchmarks/overhead.py`).
+
+`params.wrong_intent` with `params.wrong_share` (and `wrong_seed`) makes a known regression:
+on that intent it answers a share of the tasks wrong (chosen by a seeded hash of the task id,
+so every trial of a task alike), for showing the release gate blocks what it should
+(`benchmarks/gate_e2e.py`). Never set on a shipped agent.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import re
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
@@ -68,6 +74,7 @@ class ReferenceAgent:
     def __init__(self, manifest: AgentManifest) -> None:
         self.manifest = manifest
         self.think_s = _think_s(manifest)
+        self.wrong = _wrong(manifest)
         self._solvers: dict[str, Callable[[AgentTask, BrowserTools], Awaitable[None]]] = {
             "find_top_headline": self._top_headline,
             "extract_article_metadata": self._article_metadata,
@@ -87,6 +94,11 @@ class ReferenceAgent:
     async def run(self, task: AgentTask, tools: BrowserTools) -> None:
         if self.think_s:
             tools = Paced(tools, self.think_s)
+        if self.wrong is not None and self.wrong.applies(task):
+            # The known regression: an answer of the right form, every field of it wrong.
+            wrong = {field: "deliberately wrong" for field in task.answer_format or {"answer": ""}}
+            await tools.answer(wrong, claims_success=True)
+            return
         solver = self._solvers.get(task.intent)
         if solver is None:
             # An honest stop: the reference agent does not guess at intents it cannot solve.
@@ -438,10 +450,53 @@ def _teaser_url(listing: list | None, headline: str) -> str | None:
     return None
 
 
+_PARAMS = ("think_s", "wrong_intent", "wrong_share", "wrong_seed")
+
+
+@dataclass(frozen=True)
+class Wrong:
+    """A share of one intent's tasks answered wrong on purpose (`params.wrong_*`)."""
+
+    intent: str
+    share: float
+    seed: int
+
+    def applies(self, task: AgentTask) -> bool:
+        if task.intent != self.intent:
+            return False
+        digest = hashlib.sha256(f"{self.seed}|{task.id}".encode()).digest()
+        return int.from_bytes(digest[:8], "big") / 2**64 < self.share
+
+
+def _wrong(manifest: AgentManifest) -> Wrong | None:
+    params = manifest.params
+    if "wrong_intent" not in params:
+        if {"wrong_share", "wrong_seed"} & set(params):
+            raise ConfigError(f"agent {manifest.name}: params.wrong_share needs wrong_intent")
+        return None
+    from newsbench_dagster.core.tasks.intents import unknown_intents
+
+    intent, share = params["wrong_intent"], params.get("wrong_share", 1.0)
+    if not isinstance(intent, str):
+        raise ConfigError(f"agent {manifest.name}: params.wrong_intent must name an intent")
+    if problem := unknown_intents([intent]):
+        raise ConfigError(f"agent {manifest.name}: params.wrong_intent: {problem}")
+    if isinstance(share, bool) or not isinstance(share, int | float) or not 0 <= share <= 1:
+        raise ConfigError(
+            f"agent {manifest.name}: params.wrong_share must be in [0, 1], not {share!r}"
+        )
+    seed = params.get("wrong_seed", 0)
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise ConfigError(f"agent {manifest.name}: params.wrong_seed must be an integer")
+    return Wrong(intent, float(share), seed)
+
+
 def _think_s(manifest: AgentManifest) -> float:
-    unknown = sorted(set(manifest.params) - {"think_s"})
+    unknown = sorted(set(manifest.params) - set(_PARAMS))
     if unknown:
-        raise ConfigError(f"agent {manifest.name}: unknown params {unknown} (known: think_s)")
+        raise ConfigError(
+            f"agent {manifest.name}: unknown params {unknown} (known: {', '.join(_PARAMS)})"
+        )
     think = manifest.params.get("think_s", 0)
     if isinstance(think, bool) or not isinstance(think, int | float) or not 0 <= think <= 60:
         raise ConfigError(
