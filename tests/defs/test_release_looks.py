@@ -14,7 +14,7 @@ import duckdb
 import pandas as pd
 import pytest
 import yaml
-from dagster import DagsterInstance
+from dagster import AssetKey, DagsterInstance
 
 from newsbench_dagster.core.crash_points import AGENT_RUN_DONE
 from newsbench_dagster.core.release.plan import TaskSet, task_set_key
@@ -97,6 +97,10 @@ def test_a_look_killed_mid_way_is_taken_up_at_that_look_and_ended_looks_never_ru
     assert candidate_run.run(spec)
     first = _runs(spec)
     assert set(first["look"]) == {1} and first["run_id"].is_unique
+    with duckdb.connect(spec["db"], read_only=True) as con:
+        first_scores = con.execute(
+            "SELECT run_id, success FROM newsbench.candidate_scores ORDER BY run_id"
+        ).fetchall()
     decision = _decision(spec)
     assert (decision["verdict"], decision["stopped"], decision["look"]) == (
         "insufficient_evidence",
@@ -128,6 +132,16 @@ def test_a_look_killed_mid_way_is_taken_up_at_that_look_and_ended_looks_never_ru
     counted = second[second["counted"]]
     assert len(counted) == 2 * len(drawn) * RELEASE["trials"]
     assert set(counted["role"]) == {"candidate", "baseline"}
+    # Every run scored once; look 1's scores are the ones it had (kept, not scored again).
+    with duckdb.connect(spec["db"], read_only=True) as con:
+        scores = con.execute(
+            "SELECT run_id, look, success FROM newsbench.candidate_scores ORDER BY run_id"
+        ).fetchall()
+    assert sorted(r for r, _, _ in scores) == sorted(after["run_id"])
+    assert [(r, s) for r, k, s in scores if k == 1] == first_scores
+    with DagsterInstance.get() as instance:
+        latest = instance.get_latest_materialization_event(AssetKey("candidate_scores"))
+    assert latest.asset_materialization.metadata["scored_now"].value == len(second)
     decision = _decision(spec)
     assert [h["look"] for h in decision["history"]] == [1, 2]
     assert decision["stopped"] in ("open", "decided")

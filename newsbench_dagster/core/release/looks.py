@@ -68,6 +68,19 @@ def resume(
     return Resumed(task_set, done, ended + 1), why
 
 
+def earlier_scores(store: ArtifactStore, candidate_version: str, saved: dict) -> dict[str, dict]:
+    """Run id -> score of the runs of the looks before the last that ended (as kept when each
+    ended), for a saved evaluation; empty when a look's rows are missing."""
+    ended = int((saved.get("progress") or {}).get("looks_done") or 0)
+    kept: dict[str, dict] = {}
+    for look in range(1, ended):
+        rows = store.read_json(look_key(candidate_version, look))
+        if not isinstance(rows, dict):
+            return {}
+        kept.update({s["run_id"]: s for s in rows["scores"]})
+    return kept
+
+
 def look_due(store: ArtifactStore, candidate_version: str) -> int | None:
     """The look a stopped evaluation of the candidate has due (2 or later: look 1 is the
     evaluation's own first run), or None."""

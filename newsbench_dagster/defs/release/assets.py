@@ -14,7 +14,7 @@ from newsbench_dagster.core.release.evaluate import (
     CANDIDATE,
     score_evaluation,
 )
-from newsbench_dagster.core.release.looks import resume, run_release
+from newsbench_dagster.core.release.looks import earlier_scores, resume, run_release
 from newsbench_dagster.core.release.plan import plan_task_set, task_set_key
 from newsbench_dagster.defs.partitions import BROWSER_POOL, candidate_asset
 from newsbench_dagster.defs.progress import RunLog
@@ -147,17 +147,24 @@ def candidate_scores(
     browser: BrowserResource,
 ) -> pd.DataFrame:
     """Every attempt scored by the independent checkers (the witness judging counted runs);
-    role, attempt and `counted` carried over from the runs."""
-    saved = _saved_task_set(artifacts, context.partition_key)
+    role, attempt and `counted` carried over from the runs. The runs of the looks before the
+    last keep the scores the same checkers gave them when their look ended (kept with the
+    look's rows): a task's runs all belong to one look, so the witness judges them alike
+    either way, and a twelfth look does not score eleven looks again."""
+    version = context.partition_key
+    saved = _saved_task_set(artifacts, version)
     tasks = {t["id"]: t for t in saved["tasks"]}
-    rows = score_evaluation(
-        records(candidate_runs, "candidate_runs"), tasks, base_dir=browser.base_dir
-    )
+    runs = records(candidate_runs, "candidate_runs")
+    kept = earlier_scores(artifacts.store(), version, saved)
+    fresh = [r for r in runs if r["run_id"] not in kept]
+    rows = score_evaluation(fresh, tasks, base_dir=browser.base_dir)
+    rows += [kept[r["run_id"]] for r in runs if r["run_id"] in kept]
     df = frame("candidate_scores", rows)
     counted = df[df["counted"].astype(bool) & ~df["excluded"].astype(bool)]
     context.add_output_metadata(
         {
             "runs": len(df),
+            "scored_now": len(fresh),
             "counted_scored": len(counted),
             "success_by_role": MetadataValue.json(
                 {
