@@ -115,6 +115,11 @@ def test_a_look_killed_mid_way_is_taken_up_at_that_look_and_ended_looks_never_ru
     # Look 1's rows are in the warehouse once, as look 1 left them.
     killed = _runs(spec)
     assert sorted(killed["run_id"]) == sorted(first["run_id"])
+    # The killed run stays STARTED in Dagster; its process is gone, so the sensor takes its
+    # look up again, under a run key of its own.
+    (retry,) = _sensor(spec).run_requests
+    assert retry.run_key.startswith(f"{spec['version']}#look2#after-")
+    assert retry.tags["newsbench/look"] == "2"
     store = ArtifactStoreResource(root=spec["artifacts"]).store()
     saved = store.read_json(task_set_key(spec["version"]))
     drawn = {t["id"] for t in TaskSet.restored(saved, []).batch_of(2)}
@@ -144,4 +149,40 @@ def test_a_look_killed_mid_way_is_taken_up_at_that_look_and_ended_looks_never_ru
     assert latest.asset_materialization.metadata["scored_now"].value == len(second)
     decision = _decision(spec)
     assert [h["look"] for h in decision["history"]] == [1, 2]
-    assert decision["stopped"] in ("open", "decided")
+    assert decision["stopped"] == "open"  # 6 held-out tasks on one site: no decision yet
+    # Look 3 is due now, after a run that succeeded: its plain key.
+    (third,) = _sensor(spec).run_requests
+    assert third.run_key == f"{spec['version']}#look3"
+
+
+def test_a_look_that_failed_three_times_in_a_row_is_left_to_a_person(tmp_path):
+    """The sensor takes a failed look up again, but not for ever: after three failed runs in
+    a row it skips the partition and says so."""
+    from dagster import DagsterRunStatus, instance_for_test
+    from dagster._core.test_utils import create_run_for_test
+
+    from newsbench_dagster.core.artifacts import LocalArtifactStore
+    from newsbench_dagster.core.release.plan import build_task_set
+    from newsbench_dagster.core.release.policy import Policy
+    from newsbench_dagster.defs.partitions import agent_version_partitions
+
+    version = "next@0.2.0+aa"
+    store = LocalArtifactStore(tmp_path)
+    task_set = build_task_set([], [], [], heldout_n=0, seed=0)
+    task_set.progress.update(policy=Policy().as_dict(), looks_done=1, open=True)
+    store.put_json(task_set_key(version), task_set.saved(version, "reference@0.1.0+bb"))
+    resources = {"artifacts": ArtifactStoreResource(root=str(tmp_path))}
+    with instance_for_test() as instance:
+        instance.add_dynamic_partitions(agent_version_partitions.name, [version])
+        for attempt in range(3):
+            create_run_for_test(
+                instance,
+                job_name="candidate_job",
+                status=DagsterRunStatus.FAILURE,
+                tags={"dagster/partition": version},
+            )
+            result = sensor_tick(release_looks, instance=instance, resources=resources)
+            if attempt < 2:
+                (request,) = result.run_requests
+                assert request.run_key.startswith(f"{version}#look2#after-")
+        assert "look 2 failed 3 times in a row" in result.skip_message

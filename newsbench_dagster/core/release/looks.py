@@ -82,12 +82,11 @@ def earlier_scores(store: ArtifactStore, candidate_version: str, saved: dict) ->
 
 
 def look_due(store: ArtifactStore, candidate_version: str) -> int | None:
-    """The look a stopped evaluation of the candidate has due (2 or later: look 1 is the
-    evaluation's own first run), or None."""
+    """The look a stopped evaluation of the candidate has due (the next after the last that
+    ended, or the one a failed run did not end), or None."""
     saved = store.read_json(task_set_key(candidate_version))
     progress = (saved.get("progress") or {}) if isinstance(saved, dict) else {}
-    ended = int(progress.get("looks_done") or 0)
-    return ended + 1 if progress.get("open") and ended >= 1 else None
+    return int(progress.get("looks_done") or 0) + 1 if progress.get("open") else None
 
 
 def run_release(

@@ -29,13 +29,7 @@ from newsbench_dagster.resources import (
     ArtifactStoreResource,
     ReleaseResource,
 )
-
-_UNFINISHED = [
-    DagsterRunStatus.NOT_STARTED,
-    DagsterRunStatus.QUEUED,
-    DagsterRunStatus.STARTING,
-    DagsterRunStatus.STARTED,
-]
+from newsbench_dagster.run_health import attempt_running
 
 
 @sensor(
@@ -84,6 +78,10 @@ def agent_registry(
     )
 
 
+# A look whose runs failed or died this many times in a row is left to a person.
+LOOK_ATTEMPTS = 3
+
+
 @sensor(
     job=candidate_job,
     minimum_interval_seconds=30,
@@ -91,36 +89,44 @@ def agent_registry(
     # runs the next look.
     default_status=DefaultSensorStatus.STOPPED,
     description="Run the next look of every candidate evaluation whose evidence is still "
-    "insufficient.",
+    "insufficient, and take up a look whose run failed or died (up to 3 times).",
 )
 def release_looks(context: SensorEvaluationContext, artifacts: ArtifactStoreResource):
     store = artifacts.store()
-    requests, busy = [], []
-    for version in context.instance.get_dynamic_partitions(agent_version_partitions.name):
+    instance = context.instance
+    requests, notes = [], []
+    for version in instance.get_dynamic_partitions(agent_version_partitions.name):
         look = look_due(store, version)
         if look is None:
             continue
-        running = context.instance.get_runs(
-            RunsFilter(
-                job_name=candidate_job.name,
-                tags={"dagster/partition": version},
-                statuses=_UNFINISHED,
-            ),
-            limit=1,
+        recent = instance.get_runs(
+            RunsFilter(job_name=candidate_job.name, tags={"dagster/partition": version}),
+            limit=LOOK_ATTEMPTS,
         )
-        if running:  # that run is the look (or takes it up): never two at once
-            busy.append(version)
+        if recent and attempt_running(instance, recent[0].run_id):
+            notes.append(f"{version}: a run is at work")  # never two at once
             continue
+        broken = [r for r in recent if r.status != DagsterRunStatus.SUCCESS]
+        key = f"{version}#look{look}"
+        if recent and recent[0].status != DagsterRunStatus.SUCCESS:
+            # The last run failed or died (a killed one stays STARTED): take its look up
+            # again, where it stopped (`core.release.looks.resume`), under a key of its own.
+            if len(broken) >= LOOK_ATTEMPTS:
+                notes.append(
+                    f"{version}: look {look} failed {LOOK_ATTEMPTS} times in a row "
+                    "(see its runs; launch the partition to try again)"
+                )
+                continue
+            key += f"#after-{recent[0].run_id[:8]}"
         requests.append(
             RunRequest(
-                # One run per look: a look whose run failed is not requested again (launch the
-                # partition to take it up where it stopped).
-                run_key=f"{version}#look{look}",
+                run_key=key,
                 partition_key=version,
                 tags={"newsbench/trigger": "release_looks", "newsbench/look": str(look)},
             )
         )
     if not requests:
-        running = f" ({len(busy)} running now)" if busy else ""
-        return SkipReason(f"no candidate evaluation has a look due{running}")
+        return SkipReason("; ".join(["no candidate evaluation has a look due", *notes]))
+    for note in notes:
+        context.log.info(note)
     return SensorResult(run_requests=requests)
