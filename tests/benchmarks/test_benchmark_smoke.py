@@ -22,7 +22,7 @@ import pytest
 from newsbench_dagster.core.tasks.intents import ALL_INTENTS
 from tests.support.local_model import require_local_model
 
-pytestmark = pytest.mark.heavy(90)  # about 90 s on two busy cores
+pytestmark = pytest.mark.heavy(150)  # about 150 s on two busy cores (gate_e2e: 50)
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = sorted(
