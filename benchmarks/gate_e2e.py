@@ -187,7 +187,7 @@ def main() -> None:
         sites="harbor",
         intents="find_top_headline,extract_article_metadata",
         heldout=3,
-        looks=2,
+        looks=1,
         trials=1,
         slice_min_tasks=5,
         replicates=6,

@@ -104,6 +104,7 @@ def agents_try(
     instant and the tasks are that instant's: any hour's runs can be reproduced."""
     from newsbench_dagster.core.artifacts import LocalArtifactStore
     from newsbench_dagster.core.harness.build import build_runner
+    from newsbench_dagster.core.scoring.judgement import why
     from newsbench_dagster.core.tasks.intents import ALL_INTENTS
     from newsbench_dagster.core.tasks.produce import todays_tasks
     from newsbench_dagster.core.tasks.sampling import pick, stratified_sample
@@ -136,6 +137,7 @@ def agents_try(
         rows, scores = run_scored(runner, todo, day, built.manifest.agent_version, trials)
     table = Table("site", "intent", "result", "class", "reward", "answer s", "steps")
     table.add_column("run", min_width=max(len(r["run_id"]) for r in rows), overflow="fold")
+    table.add_column("why", ratio=1, overflow="fold")  # the rest of the width
     for row in rows:
         score = scores[row["run_id"]]
         table.add_row(
@@ -147,6 +149,7 @@ def agents_try(
             f"{row['answer_seconds']:.1f}" if row["answer_seconds"] is not None else "",
             str(row["steps"]),
             row["run_id"],
+            why(score),
         )
     console.print(table)
     _print_artifact_folders(rows)

@@ -336,9 +336,12 @@ def run_settings(**overrides):
 
 
 def run_scored(runner, todo: list[dict], day: date, label: str, trials: int):
-    """Run the tasks with a progress bar, scoring each run as it ends."""
+    """Run the tasks with a progress bar, scoring each run as it ends; its judgement is kept
+    beside its run.json (`judgement.json`)."""
     import asyncio
 
+    from newsbench_dagster.core.harness.capture import artifact_key
+    from newsbench_dagster.core.scoring.judgement import judgement
     from newsbench_dagster.core.scoring.score import score_safely
 
     by_id = {t.get("id"): t for t in todo}
@@ -348,7 +351,11 @@ def run_scored(runner, todo: list[dict], day: date, label: str, trials: int):
         job = bar.add_task(label, total=len(todo) * trials)
 
         def advance(row: dict) -> None:
-            scores[row["run_id"]] = score_safely(row, by_id.get(row["task_id"]), base_dir=base_dir)
+            task = by_id.get(row["task_id"])
+            score = scores[row["run_id"]] = score_safely(row, task, base_dir=base_dir)
+            if task is not None:  # beside run.json: what was judged, and why
+                key = artifact_key(task, row, "judgement.json", runner.settings.artifact_folder)
+                runner.store.put_json(key, judgement(score))
             bar.advance(job)
 
         rows = asyncio.run(runner.run(todo, day, advance))
@@ -356,7 +363,9 @@ def run_scored(runner, todo: list[dict], day: date, label: str, trials: int):
 
 
 def verdict_of(score: dict) -> str:
-    return "excluded" if score["excluded"] else ("pass" if score["success"] else "fail")
+    from newsbench_dagster.core.scoring.judgement import verdict
+
+    return verdict(score)
 
 
 def print_passed(

@@ -210,3 +210,39 @@ def test_agents_try_at_an_instant_before_the_redesign_passes_the_selector_baseli
         assert kinds["console"] == (folder / "console.json").as_uri()
         # The frozen pages log nothing: the file says so with an empty list.
         assert json.loads((folder / "console.json").read_text()) == run["console_errors"] == []
+
+
+def test_agents_try_says_why_a_run_failed_and_keeps_the_judgement_beside_the_run(tmp_path):
+    """An agent that answers one intent wrong on purpose (the reference's `wrong_intent`):
+    the table's "why" names the checker's reason and the checks that failed; every run's
+    `judgement.json` beside its `run.json` holds the verdict, the reason and what each check
+    compared (issue 49)."""
+    manifest = tmp_path / "wrong.yaml"
+    manifest.write_text(
+        "name: wrong-lead\nversion: 0.1.0\nadapter: reference\n"
+        "params: {wrong_intent: find_top_headline, wrong_share: 1.0}\n"
+    )
+    artifacts = tmp_path / "artifacts"
+    result = CliRunner().invoke(
+        app,
+        [
+            *("agents", "try", str(manifest), "--site", "harbor"),
+            *("--intent", "find_top_headline", "--intent", "extract_article_metadata"),
+            *("--tasks", "2", "--artifacts", str(artifacts), "--port", str(free_port())),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    judged = {}
+    for run in artifacts.glob("runs/harbor/*/*/run.json"):
+        judged[json.loads(run.read_text())["intent"]] = json.loads(
+            (run.parent / "judgement.json").read_text()
+        )
+    assert set(judged) == {"find_top_headline", "extract_article_metadata"}
+    wrong, right = judged["find_top_headline"], judged["extract_article_metadata"]
+    assert (wrong["verdict"], right["verdict"]) == ("fail", "pass")
+    failed = [name for name, check in wrong["checks"].items() if check["passed"] is False]
+    assert failed and wrong["why"].endswith(f"(failed: {', '.join(failed)})")
+    assert right["why"] == "" and all(c["passed"] for c in right["checks"].values())
+    # The table says it too, on the failed run's line.
+    line = next(x for x in result.stdout.splitlines() if "find_top_headline" in x)
+    assert "│ fail " in line and wrong["why"][:20] in line

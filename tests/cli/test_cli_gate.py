@@ -156,3 +156,10 @@ def test_gate_at_an_instant_runs_on_the_newsroom_frozen_there(tmp_path):
     assert ids and len(runs) >= 2 * len(ids) and {r["task_id"] for r in runs} == set(ids)
     assert {r["day"] for r in runs} == {"2026-11-30"}
     assert {r["environment"]["world"]["frozen_at"] for r in runs} == {"2026-11-30T12:00:00+00:00"}
+    # Every run's judgement is beside it: the verdict and, for a failure, why (issue 49).
+    judged = [
+        json.loads((p.parent / "judgement.json").read_text()) for p in tmp_path.rglob("run.json")
+    ]
+    assert {j["run_id"] for j in judged} == {r["run_id"] for r in runs}
+    assert {j["verdict"] for j in judged} <= {"pass", "fail", "excluded"}
+    assert all(j["why"] for j in judged if j["verdict"] != "pass")
