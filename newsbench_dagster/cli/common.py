@@ -340,8 +340,7 @@ def run_scored(runner, todo: list[dict], day: date, label: str, trials: int):
     beside its run.json (`judgement.json`)."""
     import asyncio
 
-    from newsbench_dagster.core.harness.capture import artifact_key
-    from newsbench_dagster.core.scoring.judgement import judgement
+    from newsbench_dagster.core.scoring.judgement import keep
     from newsbench_dagster.core.scoring.score import score_safely
 
     by_id = {t.get("id"): t for t in todo}
@@ -351,11 +350,10 @@ def run_scored(runner, todo: list[dict], day: date, label: str, trials: int):
         job = bar.add_task(label, total=len(todo) * trials)
 
         def advance(row: dict) -> None:
-            task = by_id.get(row["task_id"])
-            score = scores[row["run_id"]] = score_safely(row, task, base_dir=base_dir)
-            if task is not None:  # beside run.json: what was judged, and why
-                key = artifact_key(task, row, "judgement.json", runner.settings.artifact_folder)
-                runner.store.put_json(key, judgement(score))
+            score = scores[row["run_id"]] = score_safely(
+                row, by_id.get(row["task_id"]), base_dir=base_dir
+            )
+            keep(runner.store, row, score)  # beside run.json: what was judged, and why
             bar.advance(job)
 
         rows = asyncio.run(runner.run(todo, day, advance))

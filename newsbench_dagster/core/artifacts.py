@@ -23,6 +23,7 @@ class ArtifactStore(Protocol):
     def put_json(self, key: str, value: object) -> str: ...
     def get(self, uri: str) -> bytes: ...
     def read_json(self, key: str) -> object | None: ...
+    def key_of(self, uri: str) -> str | None: ...
 
 
 def _json_bytes(value: object) -> bytes:
@@ -46,6 +47,14 @@ class LocalArtifactStore:
     def uri(self, key: str) -> str:
         """The URI `put(key, ...)` returns, without writing anything."""
         return self._path(key).as_uri()
+
+    def key_of(self, uri: str) -> str | None:
+        """The key of one of this store's artifacts, from its URI (None: not one of them)."""
+        path = local_path(uri)
+        if path is None:
+            return None
+        path = path.resolve()
+        return path.relative_to(self.root).as_posix() if self.root in path.parents else None
 
     def put(self, key: str, data: bytes) -> str:
         path = self._path(key)
@@ -112,6 +121,13 @@ class FsspecArtifactStore:
     def uri(self, key: str) -> str:
         """The URI `put(key, ...)` returns, without writing anything."""
         return self.fs.unstrip_protocol(f"{self.root}/{_checked_key(key)}")
+
+    def key_of(self, uri: str) -> str | None:
+        """The key of one of this store's artifacts, from its URI (None: not one of them)."""
+        prefix = self.fs.unstrip_protocol(self.root) + "/"
+        if not uri.startswith(prefix) or ".." in uri.split("/"):
+            return None
+        return uri[len(prefix) :]
 
     def put(self, key: str, data: bytes) -> str:
         path = f"{self.root}/{_checked_key(key)}"

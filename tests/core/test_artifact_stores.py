@@ -53,6 +53,19 @@ def test_an_object_of_another_store_is_refused(bucket):
         artifact_store(bucket).get("memory://elsewhere/secret")
 
 
+def test_an_artifacts_key_is_found_from_its_uri_in_its_own_store_only(bucket, tmp_path):
+    """What a run's judgement is written beside: its run.json's key, from the URI its row
+    holds; another store's URI, or one that climbs out, has none here."""
+    for store in (artifact_store(bucket), artifact_store(tmp_path / "a")):
+        uri = store.put("runs/harbor/d/r1/run.json", b"{}")
+        assert store.key_of(uri) == "runs/harbor/d/r1/run.json"
+        assert store.key_of(store.uri("x/y.json")) == "x/y.json"
+    assert artifact_store(bucket).key_of("memory://elsewhere/runs/r1/run.json") is None
+    assert artifact_store(bucket).key_of(f"{bucket}/../x/run.json") is None
+    assert artifact_store(tmp_path / "a").key_of((tmp_path / "b" / "run.json").as_uri()) is None
+    assert artifact_store(tmp_path / "a").key_of("gs://bucket/run.json") is None
+
+
 def test_folders_stay_local_and_unknown_schemes_are_named(tmp_path):
     assert isinstance(artifact_store(tmp_path), LocalArtifactStore)
     assert isinstance(artifact_store(tmp_path.as_uri()), LocalArtifactStore)

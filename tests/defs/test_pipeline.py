@@ -3,6 +3,7 @@ real DuckDB file."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 
 import duckdb
@@ -98,6 +99,20 @@ def test_whole_graph_for_one_site_and_day(env):
         "FROM newsbench.kpi_daily WHERE site = 'harbor' AND slice_kind = 'all'",
     )
     assert rate == wins / scored and lo <= rate <= hi and envf == 0
+    # Every run's judgement beside its run.json, as the warehouse scored it (issue 49).
+    verdicts = dict(
+        query(
+            db,
+            "SELECT run_id, CASE WHEN excluded THEN 'excluded' WHEN success THEN 'pass' "
+            "ELSE 'fail' END FROM newsbench.run_scores",
+        )
+    )
+    runs = list(db.parent.glob("artifacts/runs/harbor/*/*/*/run.json"))
+    judged = {}
+    for run in runs:
+        j = json.loads((run.parent / "judgement.json").read_text())
+        judged[j["run_id"]] = j["verdict"]
+    assert runs and judged == verdicts
     assert query(db, "SELECT typeof(day) FROM newsbench.kpi_daily LIMIT 1") == [("TIMESTAMP",)]
 
     # A deliberately wrong answer to the same task, scored against the same observations.

@@ -15,12 +15,11 @@ from newsbench_dagster.core.agents.protocol import Agent, AgentManifest, build_a
 from newsbench_dagster.core.artifacts import ArtifactStore
 from newsbench_dagster.core.harness.browser import BrowserOptions
 from newsbench_dagster.core.harness.build import build_runner, fetch_robots
-from newsbench_dagster.core.harness.capture import artifact_key
 from newsbench_dagster.core.harness.settings import RunSettings
 from newsbench_dagster.core.release.plan import TaskSet
 from newsbench_dagster.core.release.policy import Policy
 from newsbench_dagster.core.scoring.failures import is_environment_failure
-from newsbench_dagster.core.scoring.judgement import judgement
+from newsbench_dagster.core.scoring.judgement import keep
 from newsbench_dagster.core.scoring.score import score_safely
 from newsbench_dagster.core.scoring.witness import apply_witness
 from newsbench_dagster.core.web.network import World
@@ -141,11 +140,8 @@ def evaluate(
         for r in rows
     ]
     finished = finish_scores(out_runs, scores)
-    # Beside each run.json: what was judged, and why (the witness's say included).
-    folder = runner.settings.artifact_folder
-    for row, judged in zip(out_runs, finished, strict=True):
-        key = artifact_key(by_id[row["task_id"]], row, "judgement.json", folder)
-        runner.store.put_json(key, judgement(judged))
+    for row, judged in zip(out_runs, finished, strict=True):  # the witness's say included
+        keep(runner.store, row, judged)
     return Evaluation(out_runs, finished)
 
 

@@ -1,6 +1,6 @@
 """A run's judgement, as a person reads it: the verdict, why, and what each check compared.
 
-`judgement(score)` is what is written beside a run's `run.json` (`judgement.json`); `why`
+`judgement(score)` is what `keep` writes beside a run's `run.json` (`judgement.json`); `why`
 is its one line for a table. Both read the score row `core.scoring.score` made, never the
 agent's own claim.
 """
@@ -8,6 +8,8 @@ agent's own claim.
 from __future__ import annotations
 
 from typing import Any
+
+from newsbench_dagster.core.artifacts import ArtifactStore
 
 # The score's parts of the reward, for whoever asks why a reward is what it is.
 _REWARD_PARTS = ("accuracy", "timeliness", "efficiency")
@@ -55,3 +57,13 @@ def judgement(score: dict) -> dict[str, Any]:
         "reward_components": score.get("reward_components"),
         "checker": checker,
     }
+
+
+def keep(store: ArtifactStore, run: dict, score: dict) -> str | None:
+    """Write the run's judgement as `judgement.json` beside its `run.json` in `store`; the
+    URI written, or None where the run kept no run.json there."""
+    uri = (run.get("artifacts") or {}).get("run")
+    key = store.key_of(uri) if uri else None
+    if key is None:
+        return None
+    return store.put_json(f"{key.rsplit('/', 1)[0]}/judgement.json", judgement(score))

@@ -14,6 +14,7 @@ from newsbench_dagster.core.partition_artifacts import (
 )
 from newsbench_dagster.core.report import charts
 from newsbench_dagster.core.report.markdown import classes_by_intent, runs_table
+from newsbench_dagster.core.scoring.judgement import keep
 from newsbench_dagster.core.scoring.score import per_agent, score_safely
 from newsbench_dagster.core.scoring.witness import AMBIGUOUS, apply_witness
 from newsbench_dagster.core.tasks.produce import RESERVE
@@ -91,15 +92,18 @@ def run_scores(
     agent_runs: pd.DataFrame,
     news_tasks: pd.DataFrame,
     browser: BrowserResource,
+    artifacts: ArtifactStoreResource,
 ) -> pd.DataFrame:
     """Accuracy, timeliness, efficiency, reward, success and the one failure class per run;
-    environment failures, and tasks the witness finds ambiguous, are excluded with the reason."""
+    environment failures, and tasks the witness finds ambiguous, are excluded with the reason.
+    Each run's judgement goes beside its run.json (`judgement.json`)."""
     tasks = {r["task_id"]: r["task"] for r in records(news_tasks, "news_tasks")}
-    rows = [
-        score_safely(run, tasks.get(run["task_id"]), base_dir=browser.base_dir)
-        for run in records(agent_runs, "agent_runs")
-    ]
+    runs = records(agent_runs, "agent_runs")
+    rows = [score_safely(run, tasks.get(run["task_id"]), base_dir=browser.base_dir) for run in runs]
     rows = apply_witness(rows)
+    store = artifacts.store()
+    for run, score in zip(runs, rows, strict=True):
+        keep(store, run, score)  # beside run.json: what was judged, and why
     df = frame("run_scores", rows)
     scored = df[~df["excluded"].astype(bool)]
     by_agent = per_agent(rows)
