@@ -43,25 +43,40 @@ class Resumed:
     next_look: int
 
 
+def _progress(saved: object) -> dict:
+    """The `progress` of a saved task set (empty when there is none)."""
+    return (saved.get("progress") or {}) if isinstance(saved, dict) else {}
+
+
+def _ended_looks(store: ArtifactStore, version: str, looks: range) -> list[dict] | str:
+    """The kept rows ({runs, scores}) of each of `looks`, or why they cannot be had."""
+    out = []
+    for look in looks:
+        rows = store.read_json(look_key(version, look))
+        if not isinstance(rows, dict):
+            return f"look {look}'s rows are gone from the artifact store"
+        out.append(rows)
+    return out
+
+
 def resume(
     store: ArtifactStore, candidate_version: str, baseline_version: str, policy: Policy
 ) -> tuple[Resumed | None, str]:
     """The candidate's evaluation to go on with, if its last look left one due under the same
     baseline and policy; else None. With the reason either way, for the log."""
     saved = store.read_json(task_set_key(candidate_version))
-    progress = (saved.get("progress") or {}) if isinstance(saved, dict) else {}
+    progress = _progress(saved)
     if not progress.get("open"):
         return None, "no evaluation of this version has a look due: a new one starts"
     if saved["baseline_version"] != baseline_version or progress.get("policy") != policy.as_dict():
         return None, "the open evaluation ran with another baseline or policy: a new one starts"
-    done = Evaluation([], [])
     ended = int(progress.get("looks_done") or 0)
-    for look in range(1, ended + 1):
-        rows = store.read_json(look_key(candidate_version, look))
-        if not isinstance(rows, dict):
-            return None, f"look {look}'s rows are gone from the artifact store: a new one starts"
-        done.runs += rows["runs"]
-        done.scores += rows["scores"]
+    kept = _ended_looks(store, candidate_version, range(1, ended + 1))
+    if isinstance(kept, str):
+        return None, f"{kept}: a new one starts"
+    done = Evaluation(
+        [r for rows in kept for r in rows["runs"]], [s for rows in kept for s in rows["scores"]]
+    )
     reserve = store.read_json(reserve_key(candidate_version))
     task_set = TaskSet.restored(saved, reserve if isinstance(reserve, list) else [])
     why = f"resuming the open evaluation at look {ended + 1}"
@@ -71,21 +86,17 @@ def resume(
 def earlier_scores(store: ArtifactStore, candidate_version: str, saved: dict) -> dict[str, dict]:
     """Run id -> score of the runs of the looks before the last that ended (as kept when each
     ended), for a saved evaluation; empty when a look's rows are missing."""
-    ended = int((saved.get("progress") or {}).get("looks_done") or 0)
-    kept: dict[str, dict] = {}
-    for look in range(1, ended):
-        rows = store.read_json(look_key(candidate_version, look))
-        if not isinstance(rows, dict):
-            return {}
-        kept.update({s["run_id"]: s for s in rows["scores"]})
-    return kept
+    ended = int(_progress(saved).get("looks_done") or 0)
+    kept = _ended_looks(store, candidate_version, range(1, ended))
+    if isinstance(kept, str):
+        return {}
+    return {s["run_id"]: s for rows in kept for s in rows["scores"]}
 
 
 def look_due(store: ArtifactStore, candidate_version: str) -> int | None:
     """The look a stopped evaluation of the candidate has due (the next after the last that
     ended, or the one a failed run did not end), or None."""
-    saved = store.read_json(task_set_key(candidate_version))
-    progress = (saved.get("progress") or {}) if isinstance(saved, dict) else {}
+    progress = _progress(store.read_json(task_set_key(candidate_version)))
     return int(progress.get("looks_done") or 0) + 1 if progress.get("open") else None
 
 
