@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from newsbench_dagster.core.harness.browser import BrowserOptions
+from newsbench_dagster.core.harness.browser import BrowserOptions, keep_node_compiled
 from newsbench_dagster.core.web.network import Fetcher, RobotsRules, Routing
 from newsbench_dagster.core.web.sites import load_sites
 from newsbench_dagster.newsroom.server import NewsroomServer
@@ -37,6 +37,9 @@ def pytest_addoption(parser):
 
 
 def pytest_configure(config):
+    # The tests' own Playwright drivers (the harness's set this themselves) keep their compiled
+    # code, as the product's do.
+    keep_node_compiled()
     # Every xdist worker must collect the same order: the controller picks the seed once and
     # the workers, started after this, inherit it.
     if config.getoption("order") == "random" and not hasattr(config, "workerinput"):

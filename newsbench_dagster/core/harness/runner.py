@@ -20,7 +20,7 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 import httpx
-from playwright.async_api import BrowserContext, Page, async_playwright
+from playwright.async_api import BrowserContext, Page
 from playwright.async_api import Error as PlaywrightError
 
 from newsbench_dagster.core.agents.protocol import (
@@ -36,7 +36,7 @@ from newsbench_dagster.core.agents.tools import BrowserTools, BudgetExceeded
 from newsbench_dagster.core.artifacts import ArtifactStore
 from newsbench_dagster.core.crash_points import AGENT_RUN_DONE, crash_point
 from newsbench_dagster.core.errors import InvalidTask, ModelEndpointError, ModelOutputFailure
-from newsbench_dagster.core.harness.browser import BrowserOptions, BrowserPool
+from newsbench_dagster.core.harness.browser import BrowserOptions, BrowserPool, playwright
 from newsbench_dagster.core.harness.capture import RunCapture
 from newsbench_dagster.core.harness.entry import load_entry
 from newsbench_dagster.core.harness.environment import environment_manifest
@@ -126,7 +126,7 @@ class Runner:
         # Agents that limit their own parallel runs (a local model serving one call at a
         # time) wait for their turn before taking a browser slot.
         turns = {id(a): asyncio.Semaphore(n) for a in self.agents if (n := parallel_runs(a))}
-        async with contextlib.AsyncExitStack() as served, async_playwright() as pw:
+        async with contextlib.AsyncExitStack() as served, playwright() as pw:
             for agent in self.agents:  # a local model's server, for the whole batch
                 await served.enter_async_context(serving(agent))
 

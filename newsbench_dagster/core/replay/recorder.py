@@ -156,7 +156,8 @@ async def record(
     """Load each start URL in Chromium (`options`: a `core.harness.browser.BrowserOptions`)
     and write every request the pages make, and its response, to `out`."""
     from playwright.async_api import Error as PlaywrightError
-    from playwright.async_api import async_playwright
+
+    from newsbench_dagster.core.harness.browser import playwright
 
     recorder = WarcRecorder(out, info)
     t0 = asyncio.get_running_loop().time()
@@ -209,7 +210,7 @@ async def record(
         recorder.summary.failures.append({"url": req.url, "error": req.failure or "failed"})
 
     try:
-        async with async_playwright() as pw:
+        async with playwright() as pw:
             browser = await pw.chromium.launch(**options.launch_kwargs())
             context = await browser.new_context(**options.context_kwargs())
             context.on("requestfinished", on_finished)
