@@ -91,9 +91,18 @@ def real_runs(harbor, browser_options, tmp_path_factory):
     # And each call 120 s instead of the manifests' 30 / 60: with three test workers' browsers
     # on the same two cores, llama.cpp's threads crawl, and a call's wall-clock cap would
     # charge the machine's load to the model as a runaway (README "A local model": limits).
+    # Each prompt token costs ~8 ms of a core here: Browser Use reads a page of 1,000
+    # characters, not 4,000, beside its own instructions.
     agents = [
-        build_agent(_with(load_manifest(p), timeout_s=120, max_completion_tokens=64))
-        for p in (TOOLS_MANIFEST, BROWSER_USE_MANIFEST)
+        build_agent(_with(load_manifest(TOOLS_MANIFEST), timeout_s=120, max_completion_tokens=64)),
+        build_agent(
+            _with(
+                load_manifest(BROWSER_USE_MANIFEST),
+                timeout_s=120,
+                max_completion_tokens=64,
+                max_page_chars=1000,
+            )
+        ),
     ]
     runner = _runner(agents, browser_options, robots, tmp_path_factory.mktemp("artifacts"))
     rows = run_tasks([task], day, runner)
