@@ -20,6 +20,8 @@ from newsbench_dagster.paths import SITES_FILE
 
 SEED = 7
 
+pytest_plugins = ["tests.support.cpu_report"]
+
 
 ORDERS = ("heavy-first", "reverse", "random")
 
