@@ -54,11 +54,8 @@ def pytest_runtest_makereport(item, call):
 
 
 def pytest_runtest_logreport(report):
-    cpu = sum(v for k, v in report.user_properties if k == KEY)
-    if not cpu and report.when != "call":
-        return
     entry = _files[report.nodeid.split("::")[0]]
-    entry[0] += cpu
+    entry[0] += sum(v for k, v in report.user_properties if k == KEY)
     entry[1] += report.duration
     entry[2] += report.when == "call"
 
