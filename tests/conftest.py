@@ -51,6 +51,16 @@ def pytest_configure(config):
         )
 
 
+def pytest_collection_finish(session):
+    # What is imported and collected by now lives as long as the worker: frozen out of the
+    # collector's reach, and young collections made rarer (the default, one per 700 net
+    # allocations, ran 3,400 times in 420 tests). Measured: the collector's CPU in those 420
+    # tests (tests/core/{analytics,scoring}, one worker) 12.2 -> 5.8 s; the quick subset
+    # (-m 'not heavy', four workers) 281/269 -> 246/229 s of CPU, 171/161 -> 150/141 s wall.
+    gc.freeze()
+    gc.set_threshold(10_000, 10, 10)
+
+
 def pytest_report_header(config):
     if config.getoption("order") == "random":
         return f"test order: random, --order-seed {os.environ['NEWSBENCH_ORDER_SEED']}"
