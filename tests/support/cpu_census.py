@@ -31,6 +31,9 @@ PR_SET_CHILD_SUBREAPER = 36
 # etime (float), utime, stime, mem, io, rw, minflt, majflt, swaps (comp_t), comm[16].
 ACCT_V3 = struct.Struct("<ccHIIIIIIf8H16s")
 AHZ = 100  # the comp_t times' clock ticks per second
+# Set for the command: accounting is one switch for the whole machine, so a census inside it
+# (tests/test_cpu_census.py in a censused suite) would end this one's.
+RUNNING = "NEWSBENCH_CPU_CENSUS"
 ORPHAN_WAIT_S = 30.0
 
 
@@ -118,6 +121,8 @@ def wait_for_orphans(limit_s: float) -> None:
 def census(command: list[str]) -> tuple[int, dict[str, list[float]], float]:
     """Run `command` under process accounting: its exit status, {kind: [CPU of each process]}
     for its tree, and its wall time."""
+    if os.environ.get(RUNNING):
+        raise PermissionError(f"a census is already running ({RUNNING} is set): one at a time")
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     with tempfile.TemporaryDirectory(prefix="cpu-census-") as tmp:
@@ -133,7 +138,7 @@ def census(command: list[str]) -> tuple[int, dict[str, list[float]], float]:
         sampler.start()
         began = time.monotonic()
         try:
-            code = subprocess.call(command)
+            code = subprocess.call(command, env={**os.environ, RUNNING: "1"})
             wait_for_orphans(ORPHAN_WAIT_S)
         finally:
             wall = time.monotonic() - began
