@@ -77,8 +77,12 @@ def test_kinds_are_named_from_the_command_line():
     driver = ["/x/playwright/driver/node", "/x/package/cli.js", "run-driver"]
     assert kind(driver, "node-MainThread") == "node (Playwright driver)"
     assert kind(["/usr/bin/chromium-headless-shell", "--type=renderer"], "x") == "chromium"
-    worker = ["/v/bin/python", "-c", "import sys;exec(eval(sys.stdin.readline()))"]
+    zygote = ["/proc/self/exe", "--type=zygote", "--no-sandbox"]
+    assert kind(zygote, "chromium-headle") == "chromium"
+    worker = ["/v/bin/python", "-u", "-c", "import sys;exec(eval(sys.stdin.readline()))"]
     assert kind(worker, "python") == "python: pytest worker"
+    spawned = ["/v/bin/python", "-X", "utf8", "-c", "from multiprocessing.spawn import x; x()"]
+    assert kind(spawned, "python") == "python: multiprocessing child"
     assert kind(["/v/bin/python", "-m", "dagster", "dev"], "python") == "python -m dagster"
     assert kind(["/v/bin/python", "/v/bin/newsbench", "gate"], "python") == "python newsbench"
     assert kind(None, "ThreadPoolForeg") == "unsampled: ThreadPoolForeg"

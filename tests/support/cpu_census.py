@@ -59,12 +59,15 @@ def kind(argv: list[str] | None, comm: str) -> str:
     if not argv:
         return f"unsampled: {comm}"
     exe = Path(argv[0]).name
-    if "chrom" in exe:
+    # Chromium starts its zygote and the processes forked from it as /proc/self/exe.
+    if "chrom" in exe or (exe == "exe" and any(a.startswith("--type=") for a in argv)):
         return "chromium"
     if exe == "node":
         return "node (Playwright driver)" if "run-driver" in argv else "node"
     if exe.startswith("python"):
         rest = argv[1:]
+        while rest and rest[0].startswith("-") and rest[0] not in ("-c", "-m"):
+            rest = rest[2:] if rest[0] in ("-X", "-W") else rest[1:]  # the interpreter's flags
         if rest[:1] == ["-c"]:
             code = rest[1] if len(rest) > 1 else ""
             if "sys.stdin.readline" in code:  # how execnet starts an xdist worker
