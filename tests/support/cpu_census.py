@@ -9,7 +9,9 @@ census asks the kernel instead: Linux process accounting (acct(2), which needs r
 CAP_SYS_PACCT) writes every process's CPU when it exits. The command runs with this process as
 its child subreaper, so orphans stay in its tree; only processes of that tree are counted. A
 sampler reads each new process's command line from /proc every 50 ms to name its kind (one
-that lived less than that is named by the kernel's 16-character `comm`).
+that lived less than that is named by the kernel's 16-character `comm`). Accounting's CPU
+times are sampled at the kernel's ticks: close in sum over many processes, rough for one
+(a 2 s test burn was counted 1.4 s on a loaded machine).
 """
 
 from __future__ import annotations
