@@ -150,7 +150,8 @@ def census(command: list[str]) -> tuple[int, dict[str, list[float]], float]:
             libc.acct(None)
             sampler.stop()
         data = log.read_bytes()
-    parent = {pid: ppid for pid, ppid, _, _ in records(data)}
+    done = records(data)
+    parent = {pid: ppid for pid, ppid, _, _ in done}
     me = os.getpid()
 
     def ours(pid: int) -> bool:
@@ -163,7 +164,7 @@ def census(command: list[str]) -> tuple[int, dict[str, list[float]], float]:
         return False
 
     kinds: dict[str, list[float]] = collections.defaultdict(list)
-    for pid, _, cpu, comm in records(data):
+    for pid, _, cpu, comm in done:
         if ours(pid):
             kinds[kind(sampler.argv.get(pid), comm)].append(cpu)
     return code, kinds, wall
