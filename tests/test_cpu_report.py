@@ -52,3 +52,55 @@ def test_a_childs_cpu_is_counted_and_waiting_is_not(tmp_path):
     assert wait_cpu < 0.5 and wait_wall >= 1.4, done.stdout
     # Most CPU first.
     assert done.stdout.index("test_burn.py") < done.stdout.index("test_wait.py")
+
+
+START = """
+import subprocess, sys
+
+def test_starts_a_child_left_running():
+    busy = (
+        "import pathlib, time\\nt = time.process_time()\\n"
+        "while time.process_time() - t < 1.5: pass\\n"
+        "pathlib.Path('burned').touch()\\ntime.sleep(60)"
+    )
+    sys.burner = subprocess.Popen([sys.executable, "-c", busy])
+"""
+BURNS_MEANWHILE = """
+import pathlib, time
+
+def test_waits_while_the_child_burns():
+    deadline = time.monotonic() + 60
+    while not pathlib.Path("burned").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+"""
+REAPS = """
+import sys
+
+def test_reaps_the_child():
+    sys.burner.kill()
+    sys.burner.wait()
+"""
+
+
+def test_a_live_childs_cpu_counts_in_the_file_it_was_spent_in(tmp_path):
+    # A child kept alive across files (as a worker keeps its Playwright driver and browsers):
+    # its CPU is the file's during which it burned it, not the one that reaped it at last.
+    for name, text in (("a_start", START), ("b_meanwhile", BURNS_MEANWHILE), ("c_reap", REAPS)):
+        (tmp_path / f"test_{name}.py").write_text(text)
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "tests.support.cpu_report", "--cpu-report=5"]
+        + ["-p", "no:cacheprovider", "-p", "no:xdist", "-p", "no:randomly", "-q", str(tmp_path)],
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    cpu = {
+        m["file"]: float(m["cpu"])
+        for m in re.finditer(r"^ *(?P<cpu>[\d.]+)s cpu .+ tests +(?P<file>\S+)$", done.stdout, re.M)
+    }
+    assert cpu["test_b_meanwhile.py"] >= 1.2, done.stdout
+    assert cpu["test_c_reap.py"] < 0.5 and cpu["test_a_start.py"] < 0.5, done.stdout

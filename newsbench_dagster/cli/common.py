@@ -338,8 +338,7 @@ def run_settings(**overrides):
 def run_scored(runner, todo: list[dict], day: date, label: str, trials: int):
     """Run the tasks with a progress bar, scoring each run as it ends; its judgement is kept
     beside its run.json (`judgement.json`)."""
-    import asyncio
-
+    from newsbench_dagster.core.harness.runner import run_tasks
     from newsbench_dagster.core.scoring.judgement import keep
     from newsbench_dagster.core.scoring.score import score_safely
 
@@ -356,7 +355,7 @@ def run_scored(runner, todo: list[dict], day: date, label: str, trials: int):
             keep(runner.store, row, score)  # beside run.json: what was judged, and why
             bar.advance(job)
 
-        rows = asyncio.run(runner.run(todo, day, advance))
+        rows = run_tasks(todo, day, runner, advance)
     return rows, scores
 
 

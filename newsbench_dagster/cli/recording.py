@@ -42,11 +42,11 @@ def _task_pages(tasks: list[dict]) -> list[str]:
 def _record_agent_runs(built, todo: list[dict], world, registry, pages, out, day) -> None:
     """Run the agent live on the tasks, recording what its runs load; merge that into the
     recording of the task pages (which wins) at `out`."""
-    import asyncio
     import tempfile
 
     from newsbench_dagster.core.artifacts import LocalArtifactStore
     from newsbench_dagster.core.harness.build import build_runner
+    from newsbench_dagster.core.harness.runner import run_tasks
     from newsbench_dagster.core.replay.merge import merge
     from newsbench_dagster.core.replay.recorder import WarcRecorder
 
@@ -63,7 +63,7 @@ def _record_agent_runs(built, todo: list[dict], world, registry, pages, out, day
             )
             with progress() as bar:
                 job = bar.add_task(f"recording {built.manifest.agent_version}", total=len(todo))
-                rows = asyncio.run(runner.run(todo, day, lambda _: bar.advance(job)))
+                rows = run_tasks(todo, day, runner, lambda _: bar.advance(job))
     finally:
         recorder.close()
     answered = sum(r["run_status"] == "answered" for r in rows)

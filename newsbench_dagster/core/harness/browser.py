@@ -11,12 +11,16 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from playwright.async_api import Browser, BrowserContext, PlaywrightContextManager, async_playwright
 from playwright.async_api import Error as PlaywrightError
 
 from newsbench_dagster.core.harness.cdp_guard import CdpGuard
 from newsbench_dagster.core.web.network import Routing, free_port
+
+if TYPE_CHECKING:
+    from newsbench_dagster.core.harness.browser_session import BrowserSession
 
 # Flags measured to keep headless Chromium quiet and self-contained on a closed network.
 CHROMIUM_ARGS = [
@@ -102,11 +106,13 @@ class BrowserOptions:
 
 
 class BrowserPool:
-    """The browsers runs open their contexts in, launched on first use and relaunched when
-    one died; `pw` is the batch's Playwright."""
+    """The browsers a batch's runs open their contexts in, launched on first use and relaunched
+    when one died; `pw` is the batch's Playwright. With a `session` (`browser_session`), the
+    browsers are the session's, kept open after the batch."""
 
-    def __init__(self, options: BrowserOptions) -> None:
+    def __init__(self, options: BrowserOptions, session: BrowserSession | None = None) -> None:
         self.options = options
+        self.session = session
         self._browsers: dict[bool, Browser] = {}  # live, and offline (replay) when used
         self._lock = asyncio.Lock()
 
@@ -119,7 +125,11 @@ class BrowserPool:
         async with self._lock:
             browser = self._browsers.get(offline)
             if browser is None or not browser.is_connected():
-                browser = await pw.chromium.launch(**self._options(offline).launch_kwargs())
+                launch = self._options(offline).launch_kwargs()
+                if self.session is not None:
+                    browser = await self.session.browser(pw, launch)
+                else:
+                    browser = await pw.chromium.launch(**launch)
                 self._browsers[offline] = browser
             return browser
 
@@ -138,6 +148,8 @@ class BrowserPool:
                 async with self._lock:
                     if self._browsers.get(offline) is browser:
                         del self._browsers[offline]
+                    if self.session is not None:
+                        self.session.forget(browser)
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(browser.close(), 5)
         raise AssertionError("unreachable")
@@ -167,7 +179,9 @@ class BrowserPool:
         return context, guard, own_dir
 
     async def close(self) -> None:
-        for browser in self._browsers.values():
-            with contextlib.suppress(PlaywrightError):
-                await browser.close()
+        """Closes the batch's browsers (a session's stay open for the next batch)."""
+        if self.session is None:
+            for browser in self._browsers.values():
+                with contextlib.suppress(PlaywrightError):
+                    await browser.close()
         self._browsers.clear()

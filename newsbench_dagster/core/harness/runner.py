@@ -36,7 +36,8 @@ from newsbench_dagster.core.agents.tools import BrowserTools, BudgetExceeded
 from newsbench_dagster.core.artifacts import ArtifactStore
 from newsbench_dagster.core.crash_points import AGENT_RUN_DONE, crash_point
 from newsbench_dagster.core.errors import InvalidTask, ModelEndpointError, ModelOutputFailure
-from newsbench_dagster.core.harness.browser import BrowserOptions, BrowserPool, playwright
+from newsbench_dagster.core.harness.browser import BrowserOptions, BrowserPool
+from newsbench_dagster.core.harness.browser_session import batch_playwright, run_batch
 from newsbench_dagster.core.harness.capture import RunCapture
 from newsbench_dagster.core.harness.entry import load_entry
 from newsbench_dagster.core.harness.environment import environment_manifest
@@ -126,7 +127,8 @@ class Runner:
         # Agents that limit their own parallel runs (a local model serving one call at a
         # time) wait for their turn before taking a browser slot.
         turns = {id(a): asyncio.Semaphore(n) for a in self.agents if (n := parallel_runs(a))}
-        async with contextlib.AsyncExitStack() as served, playwright() as pw:
+        async with contextlib.AsyncExitStack() as served, batch_playwright() as (pw, session):
+            self._browsers = BrowserPool(self.options, session)
             for agent in self.agents:  # a local model's server, for the whole batch
                 await served.enter_async_context(serving(agent))
 
@@ -512,4 +514,4 @@ def run_tasks(
     tasks: Sequence[dict], day: date, runner: Runner, progress: Callable[[dict], None] | None = None
 ) -> list[dict]:
     """Synchronous entry point for callers outside an event loop (assets, the CLI)."""
-    return asyncio.run(runner.run(tasks, day, progress))
+    return run_batch(runner.run(tasks, day, progress))

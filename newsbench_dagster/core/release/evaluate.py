@@ -4,7 +4,6 @@ task and trial), with repeated trials; a run the environment broke is rerun up t
 
 from __future__ import annotations
 
-import asyncio
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -15,6 +14,7 @@ from newsbench_dagster.core.agents.protocol import Agent, AgentManifest, build_a
 from newsbench_dagster.core.artifacts import ArtifactStore
 from newsbench_dagster.core.harness.browser import BrowserOptions
 from newsbench_dagster.core.harness.build import build_runner, fetch_robots
+from newsbench_dagster.core.harness.runner import run_tasks
 from newsbench_dagster.core.harness.settings import RunSettings
 from newsbench_dagster.core.release.plan import TaskSet
 from newsbench_dagster.core.release.policy import Policy
@@ -96,7 +96,7 @@ def evaluate(
         (t["id"], a.manifest.agent_version, trial): i
         for i, (t, a, trial) in enumerate(runner.schedule(todo_tasks))
     }
-    rows = asyncio.run(runner.run(todo_tasks, day, progress))
+    rows = run_tasks(todo_tasks, day, runner, progress)
     for r in rows:
         r["attempt"] = 0
     scores = {r["run_id"]: score(r) for r in rows}
@@ -116,7 +116,7 @@ def evaluate(
                 rerunner.settings.trials, rerunner.settings.first_trial = 1, trial
                 rerunner.settings.attempt, rerunner.settings.namespace = attempt, namespace
                 batch = [by_id[t] for t in mine]
-                for row in asyncio.run(rerunner.run(batch, day, progress)):
+                for row in run_tasks(batch, day, rerunner, progress):
                     key = mine[row["task_id"]]
                     row["attempt"] = attempt
                     scores[row["run_id"]] = score(row)
