@@ -24,9 +24,11 @@ def test_only_waits():
 """
 
 
-def test_a_childs_cpu_is_counted_and_waiting_is_not(tmp_path):
-    (tmp_path / "test_burn.py").write_text(BURN)
-    (tmp_path / "test_wait.py").write_text(WAIT)
+def _report(tmp_path, files: dict[str, str]) -> tuple[dict[str, tuple[float, float]], str]:
+    """Runs pytest with the CPU report on `files` (name -> source), in order: each file's
+    (cpu, wall), and the output."""
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "tests.support.cpu_report", "--cpu-report=5"]
@@ -46,12 +48,17 @@ def test_a_childs_cpu_is_counted_and_waiting_is_not(tmp_path):
             re.M,
         )
     }
-    assert set(rows) == {"test_burn.py", "test_wait.py"}, done.stdout
+    return rows, done.stdout
+
+
+def test_a_childs_cpu_is_counted_and_waiting_is_not(tmp_path):
+    rows, out = _report(tmp_path, {"test_burn.py": BURN, "test_wait.py": WAIT})
+    assert set(rows) == {"test_burn.py", "test_wait.py"}, out
     (burn_cpu, _), (wait_cpu, wait_wall) = rows["test_burn.py"], rows["test_wait.py"]
-    assert burn_cpu >= 1.4, done.stdout  # the child's 1.5 s, reaped by the test
-    assert wait_cpu < 0.5 and wait_wall >= 1.4, done.stdout
+    assert burn_cpu >= 1.4, out  # the child's 1.5 s, reaped by the test
+    assert wait_cpu < 0.5 and wait_wall >= 1.4, out
     # Most CPU first.
-    assert done.stdout.index("test_burn.py") < done.stdout.index("test_wait.py")
+    assert out.index("test_burn.py") < out.index("test_wait.py")
 
 
 START = """
@@ -85,22 +92,8 @@ def test_reaps_the_child():
 def test_a_live_childs_cpu_counts_in_the_file_it_was_spent_in(tmp_path):
     # A child kept alive across files (as a worker keeps its Playwright driver and browsers):
     # its CPU is the file's during which it burned it, not the one that reaped it at last.
-    for name, text in (("a_start", START), ("b_meanwhile", BURNS_MEANWHILE), ("c_reap", REAPS)):
-        (tmp_path / f"test_{name}.py").write_text(text)
-    (tmp_path / "pytest.ini").write_text("[pytest]\n")
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "tests.support.cpu_report", "--cpu-report=5"]
-        + ["-p", "no:cacheprovider", "-p", "no:xdist", "-p", "no:randomly", "-q", str(tmp_path)],
-        cwd=tmp_path,
-        env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    cpu = {
-        m["file"]: float(m["cpu"])
-        for m in re.finditer(r"^ *(?P<cpu>[\d.]+)s cpu .+ tests +(?P<file>\S+)$", done.stdout, re.M)
-    }
-    assert cpu["test_b_meanwhile.py"] >= 1.2, done.stdout
-    assert cpu["test_c_reap.py"] < 0.5 and cpu["test_a_start.py"] < 0.5, done.stdout
+    files = {"test_a_start.py": START, "test_b_meanwhile.py": BURNS_MEANWHILE}
+    rows, out = _report(tmp_path, {**files, "test_c_reap.py": REAPS})
+    cpu = {name: cpu for name, (cpu, _) in rows.items()}
+    assert cpu["test_b_meanwhile.py"] >= 1.2, out
+    assert cpu["test_c_reap.py"] < 0.5 and cpu["test_a_start.py"] < 0.5, out

@@ -43,8 +43,9 @@ SYSTEM_HEADLESS_SHELL = ("/usr/bin/chromium-headless-shell",)
 def keep_node_compiled() -> None:
     """Let Playwright's Node.js drivers started from now on keep their compiled code.
 
-    Every batch starts its own driver, a Node.js process that compiles Playwright's bundled
-    JavaScript at each start unless Node (>= 22.1) may cache the result (NODE_COMPILE_CACHE):
+    Each process starts a driver (`browser_session`; each batch off the main thread), a Node.js
+    process that compiles Playwright's bundled JavaScript at each start unless Node (>= 22.1)
+    may cache the result (NODE_COMPILE_CACHE):
     measured here 0.55 -> 0.44 s of CPU per start, 12% of the CPU of the browser-heavy test
     files. The cache is ~/.cache/newsbench/node (XDG_CACHE_HOME honoured); one already set in
     the environment is kept, and a cache that cannot be written is only slower."""
