@@ -19,84 +19,17 @@ import asyncio
 import atexit
 import contextlib
 import contextvars
-import json
 import os
 import threading
-from collections import OrderedDict
+from asyncio import Runner as EventLoopRunner
 from collections.abc import AsyncIterator, Coroutine
 from typing import Any, TypeVar
 
-from playwright.async_api import Browser, Playwright
+from playwright.async_api import Playwright
 
-from newsbench_dagster.core.harness.browser import playwright
+from newsbench_dagster.core.harness.browser import BrowserSession, playwright
 
 T = TypeVar("T")
-
-# Browsers kept between batches: a batch uses at most two sets of options (live and offline),
-# and a test worker moves from one newsroom's options to the next.
-KEEP_BROWSERS = 2
-
-
-class BrowserSession:
-    """The driver and browsers kept on one event loop (`run_batch`'s)."""
-
-    def __init__(self) -> None:
-        self._manager: Any = None
-        self._pw: Playwright | None = None
-        self._browsers: OrderedDict[str, Browser] = OrderedDict()
-
-    async def playwright(self) -> Playwright:
-        if self._pw is not None and not await self._driver_alive():
-            await self._stop_driver()
-        if self._pw is None:
-            self._manager = playwright()
-            self._pw = await self._manager.__aenter__()
-        return self._pw
-
-    async def _driver_alive(self) -> bool:
-        # One round trip to the driver: a driver killed since the last batch fails it.
-        try:
-            request = await asyncio.wait_for(self._pw.request.new_context(), 10)
-            await request.dispose()
-            return True
-        except Exception:
-            return False
-
-    async def browser(self, pw: Playwright, launch: dict) -> Browser:
-        """The live browser launched with `launch`, launched now if there is none; the least
-        recently used beyond `KEEP_BROWSERS` are closed."""
-        key = json.dumps(launch, sort_keys=True, default=str)
-        browser = self._browsers.pop(key, None)
-        if browser is None or not browser.is_connected():
-            browser = await pw.chromium.launch(**launch)
-        self._browsers[key] = browser
-        while len(self._browsers) > KEEP_BROWSERS:
-            _, old = self._browsers.popitem(last=False)
-            await _close(old)
-        return browser
-
-    def forget(self, browser: Browser) -> None:
-        """`browser` failed a run (its caller closes it): never handed out again."""
-        for key, kept in list(self._browsers.items()):
-            if kept is browser:
-                del self._browsers[key]
-
-    async def close(self) -> None:
-        while self._browsers:
-            await _close(self._browsers.popitem()[1])
-        await self._stop_driver()
-
-    async def _stop_driver(self) -> None:
-        manager, self._manager, self._pw = self._manager, None, None
-        self._browsers.clear()  # they went with their driver
-        if manager is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(manager.__aexit__(None, None, None), 10)
-
-
-async def _close(browser: Browser) -> None:
-    with contextlib.suppress(Exception):
-        await asyncio.wait_for(browser.close(), 10)
 
 
 class _MainLoop:
@@ -104,7 +37,7 @@ class _MainLoop:
 
     def __init__(self) -> None:
         self.pid = os.getpid()
-        self.runner = asyncio.Runner()
+        self.runner = EventLoopRunner()
         self.session = BrowserSession()
         atexit.register(self.close)
 

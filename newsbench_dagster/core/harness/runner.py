@@ -103,7 +103,7 @@ class Runner:
         self.settings = settings or RunSettings()
         self.world = world or {}
         self.profiles = profiles or load_profiles()
-        self._browsers = BrowserPool(options)
+        self._browsers = BrowserPool(options)  # each batch gets its own, with its session
         self._pacer = Pacer(self.settings, robots)
         self._prober = Prober(self.settings, options, robots, self._pacer)
         self._capture = RunCapture(store, self.settings)

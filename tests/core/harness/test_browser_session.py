@@ -16,12 +16,8 @@ import pytest
 
 from newsbench_dagster.core.agents.protocol import AgentManifest, build_agent
 from newsbench_dagster.core.artifacts import LocalArtifactStore
-from newsbench_dagster.core.harness.browser import BrowserOptions
-from newsbench_dagster.core.harness.browser_session import (
-    KEEP_BROWSERS,
-    batch_playwright,
-    run_batch,
-)
+from newsbench_dagster.core.harness.browser import KEEP_BROWSERS, BrowserOptions
+from newsbench_dagster.core.harness.browser_session import batch_playwright, run_batch
 from newsbench_dagster.core.harness.runner import Runner, run_tasks
 from newsbench_dagster.core.harness.settings import RunSettings
 from newsbench_dagster.core.scoring.score import score_run
@@ -128,7 +124,7 @@ def test_the_session_keeps_the_most_recent_browsers_only():
 
 PROBE = """
 import json, os, sys, psutil
-from newsbench_dagster.core.harness.browser import BrowserOptions
+from newsbench_dagster.core.harness.browser import KEEP_BROWSERS, BrowserOptions
 from newsbench_dagster.core.harness.browser_session import batch_playwright, run_batch
 
 async def up():
